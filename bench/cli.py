@@ -1,0 +1,55 @@
+"""Command-line interface: one sub-command per module in :mod:`bench.commands`."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from bench import __version__
+from bench.errors import BenchError
+
+#: Sub-commands in help order; each names a module in bench.commands with
+#: ``add_arguments(parser)`` and ``run(args) -> int``.
+COMMANDS = {
+    "demo": "Provision the CPU engine and run the end-to-end demo (default)",
+    "engine": "Provision, check or serve an engine environment",
+    "model": "Build a local random-weight multimodal model",
+    "generate": "Generate a workload (manifest + media) from a spec file",
+    "inspect": "Summarise a workload manifest",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="saltbench", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"saltbench {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, help_text in COMMANDS.items():
+        module = importlib.import_module(f"bench.commands.{name}")
+        cmd = sub.add_parser(name, help=help_text, description=module.__doc__)
+        module.add_arguments(cmd)
+        cmd.set_defaults(_module=module)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser()
+    args = parser.parse_args(argv or ["demo"])
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(args._module.run(args) or 0)
+    except BenchError as exc:
+        print(f"saltbench {args.command}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"saltbench {args.command}: interrupted", file=sys.stderr)
+        return 130
