@@ -1,0 +1,127 @@
+"""A scriptable fake of vLLM's HTTP surface, served from its own event loop in a thread.
+
+``POST /script`` plays the ``script`` list in its JSON body: a string is written as is,
+a number sleeps that many seconds, ``"RESET"`` aborts the connection, ``{"events": n}``
+writes ``n`` one-token chunk events; a leading ``{"status": s, "json"|"text": ...}``
+answers with that status and body instead of a stream. ``GET /<mode>/metrics`` serves
+Prometheus text whose counters grow with each scrape: ``settling`` for 3 scrapes,
+``forever`` without end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+
+from aiohttp import web
+
+SCRAPES = web.AppKey("scrapes", dict)
+TOKEN_EVENT = 'data: {"choices":[{"index":0,"delta":{"content":"x"}}],"usage":null}\n\n'
+
+
+def sse_event(event: dict) -> str:
+    return f"data: {json.dumps(event)}\n\n"
+
+
+def metrics_text(value: float) -> str:
+    """Prometheus text as vLLM emits it, with two engines, a ``_created`` sample and noise."""
+    return f"""\
+# HELP python_gc_objects_collected_total Objects collected during gc
+# TYPE python_gc_objects_collected_total counter
+python_gc_objects_collected_total{{generation="0"}} 1234.0
+# HELP vllm:prefix_cache_queries_total Prefix cache queries, in terms of number of queried tokens.
+# TYPE vllm:prefix_cache_queries_total counter
+vllm:prefix_cache_queries_total{{engine="0",model_name="Qwen/Qwen2.5-VL-3B-Instruct"}} {100.0 * value}
+vllm:prefix_cache_queries_total{{engine="1",model_name="Qwen/Qwen2.5-VL-3B-Instruct"}} 100.0
+# HELP vllm:prefix_cache_queries_created Prefix cache queries, in terms of number of queried tokens.
+# TYPE vllm:prefix_cache_queries_created gauge
+vllm:prefix_cache_queries_created{{engine="0",model_name="Qwen/Qwen2.5-VL-3B-Instruct"}} 1.7e+09
+# HELP vllm:prefix_cache_hits_total Prefix cache hits, in terms of number of cached tokens.
+# TYPE vllm:prefix_cache_hits_total counter
+vllm:prefix_cache_hits_total{{engine="0",model_name="Qwen/Qwen2.5-VL-3B-Instruct"}} {50.0 * value}
+vllm:prefix_cache_hits_total{{engine="1",model_name="Qwen/Qwen2.5-VL-3B-Instruct"}} 25.0
+# HELP vllm:prompt_tokens_by_source_total Number of prompt tokens by source.
+# TYPE vllm:prompt_tokens_by_source_total counter
+vllm:prompt_tokens_by_source_total{{engine="0",model_name="Qwen/Qwen2.5-VL-3B-Instruct",source="local_compute"}} 70.0
+vllm:prompt_tokens_by_source_total{{engine="1",model_name="Qwen/Qwen2.5-VL-3B-Instruct",source="local_compute"}} 5.0
+vllm:prompt_tokens_by_source_total{{engine="0",model_name="Qwen/Qwen2.5-VL-3B-Instruct",source="local_cache_hit"}} {50.0 * value}
+vllm:prompt_tokens_by_source_total{{engine="0",model_name="Qwen/Qwen2.5-VL-3B-Instruct",source="external_kv_transfer"}} 0.0
+vllm:prompt_tokens_by_source_total_created{{engine="0",model_name="Qwen/Qwen2.5-VL-3B-Instruct",source="local_compute"}} 1.7e+09
+# HELP vllm:request_success_total Count of successfully processed requests.
+# TYPE vllm:request_success_total counter
+vllm:request_success_total{{engine="0",finished_reason="stop",model_name="Qwen/Qwen2.5-VL-3B-Instruct"}} {value}
+vllm:request_success_total{{engine="0",finished_reason="length",model_name="Qwen/Qwen2.5-VL-3B-Instruct"}} 2.0
+"""
+
+
+async def _script(request: web.Request) -> web.StreamResponse:
+    steps = (await request.json())["script"]
+    if steps and isinstance(steps[0], dict) and "status" in steps[0]:
+        head = steps[0]
+        if "json" in head:
+            return web.json_response(head["json"], status=head["status"])
+        return web.Response(text=head["text"], status=head["status"])
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await response.prepare(request)
+    try:
+        await _play(request, response, steps)
+    except ConnectionResetError:  # the client gave up (timeout tests)
+        pass
+    return response
+
+
+async def _play(request: web.Request, response: web.StreamResponse, steps: list) -> None:
+    for step in steps:
+        if isinstance(step, str) and step == "RESET":
+            request.transport.abort()
+            return
+        if isinstance(step, str):
+            await response.write(step.encode())
+        elif isinstance(step, dict):
+            for _ in range(step["events"]):
+                await response.write(TOKEN_EVENT.encode())
+        else:
+            await asyncio.sleep(step)
+    await response.write_eof()
+
+
+async def _metrics(request: web.Request) -> web.Response:
+    scrapes = request.app[SCRAPES]
+    mode = request.match_info["mode"]
+    scrapes[mode] = scrapes.get(mode, 0) + 1
+    value = min(scrapes[mode], 3) if mode == "settling" else scrapes[mode]
+    return web.Response(text=metrics_text(value), content_type="text/plain")
+
+
+class FakeServer:
+    """The fake app on 127.0.0.1 at a free port; a context manager, ``url`` its base."""
+
+    def __init__(self) -> None:
+        self.app = web.Application()
+        self.app[SCRAPES] = {}
+        self.app.router.add_post("/script", _script)
+        self.app.router.add_get("/{mode}/metrics", _metrics)
+        self.url = ""
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    def _serve(self) -> None:
+        runner = web.AppRunner(self.app, handler_cancellation=True, shutdown_timeout=0.5)
+        self._loop.run_until_complete(runner.setup())
+        self._loop.run_until_complete(web.TCPSite(runner, "127.0.0.1", 0).start())
+        self.url = "http://127.0.0.1:%d" % runner.addresses[0][1]
+        self._ready.set()
+        self._loop.run_forever()
+        self._loop.run_until_complete(runner.cleanup())
+        self._loop.close()
+
+    def __enter__(self) -> FakeServer:
+        self._thread.start()
+        self._ready.wait(10)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
