@@ -40,7 +40,7 @@ def arrival_offsets(
         raise BenchError(f"request rate must be > 0 (or inf), got {rate}")
     if burstiness == "constant":
         burstiness = math.inf
-    if not burstiness > 0:
+    if not isinstance(burstiness, (int, float)) or not burstiness > 0:
         raise BenchError(f"burstiness must be > 0 or 'constant', got {burstiness!r}")
     if n == 0 or math.isinf(rate):
         return [0.0] * n

@@ -1,0 +1,93 @@
+"""Per-request records as JSON Lines, written so that a killed run keeps every finished one."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from types import TracebackType
+from typing import BinaryIO
+
+from bench.errors import BenchError
+
+log = logging.getLogger(__name__)
+
+
+class RecordWriter:
+    """Appends one JSON object per line to ``path``, flushed and fsynced after each record.
+
+    Use as a context manager. A partial last line left by an interrupted earlier run is
+    cut off when the file is opened, so appending never buries it mid-file.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._file: BinaryIO | None = None
+
+    def __enter__(self) -> RecordWriter:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = open(self.path, "a+b")
+        _drop_partial_last_line(self._file, self.path)
+        return self
+
+    def write(self, record: dict) -> None:
+        """Append ``record`` as one line and make it durable before returning."""
+        if self._file is None:
+            raise RuntimeError("RecordWriter.write outside its 'with' block")
+        self._file.write(json.dumps(record).encode("utf-8") + b"\n")
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def _drop_partial_last_line(file: BinaryIO, path: Path) -> None:
+    size = file.seek(0, os.SEEK_END)
+    if size == 0:
+        return
+    file.seek(size - 1)
+    if file.read(1) == b"\n":
+        return
+    file.seek(0)
+    keep = file.read().rfind(b"\n") + 1
+    log.warning("%s: dropping a truncated last line (%d bytes) before appending", path, size - keep)
+    file.truncate(keep)
+    file.seek(0, os.SEEK_END)
+
+
+def read_records(path: str | os.PathLike[str]) -> list[dict]:
+    """Read a records file; skip a truncated last line with a warning.
+
+    Raises ``BenchError`` naming the file and line for any other line that is not a JSON
+    object.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise BenchError(f"cannot read records file {path}: {exc}") from exc
+    lines = text.split("\n")
+    records = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError as exc:
+            if number == len(lines):  # no newline after it: the write was cut off
+                log.warning("%s:%d: skipping truncated last line (interrupted run?)", path, number)
+                continue
+            raise BenchError(f"{path}:{number}: corrupt record: {exc}") from exc
+        if not isinstance(record, dict):
+            raise BenchError(f"{path}:{number}: record is not a JSON object")
+        records.append(record)
+    return records

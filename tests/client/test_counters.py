@@ -1,0 +1,57 @@
+import asyncio
+import logging
+
+import aiohttp
+import pytest
+
+from bench.counters import counter_hit_rate, delta, parse, scrape, settled_scrape
+from bench.errors import BenchError
+from fakeserver import metrics_text
+
+
+def test_parse_sums_engines_keeps_sources_and_skips_created():
+    assert parse(metrics_text(1.0)) == {
+        "vllm:prefix_cache_queries_total": 200.0,
+        "vllm:prefix_cache_hits_total": 75.0,
+        "vllm:prompt_tokens_by_source_total{source=local_compute}": 75.0,
+        "vllm:prompt_tokens_by_source_total{source=local_cache_hit}": 50.0,
+        "vllm:prompt_tokens_by_source_total{source=external_kv_transfer}": 0.0,
+        "vllm:request_success_total": 3.0,
+    }
+
+
+def test_delta_and_hit_rate():
+    before, after = parse(metrics_text(1.0)), parse(metrics_text(3.0))
+    d = delta(before, after)
+    assert d["vllm:prefix_cache_queries_total"] == 200.0
+    assert d["vllm:prefix_cache_hits_total"] == 100.0
+    assert d["vllm:prompt_tokens_by_source_total{source=local_compute}"] == 0.0
+    assert delta({}, {"x": 2.0}) == {"x": 2.0}
+    assert counter_hit_rate(d) == 0.5
+    assert counter_hit_rate({}) is None
+    assert counter_hit_rate({"vllm:prefix_cache_queries_total": 0.0}) is None
+
+
+def run(coro_fn):
+    async def go():
+        async with aiohttp.ClientSession() as session:
+            return await coro_fn(session)
+
+    return asyncio.run(go())
+
+
+def test_settled_scrape_waits_until_counters_stop(server):
+    counters = run(lambda s: settled_scrape(s, server.url + "/settling", interval_s=0.01))
+    assert counters["vllm:prefix_cache_queries_total"] == 400.0  # the value after it settled
+
+
+def test_settled_scrape_times_out_with_warning(server, caplog):
+    with caplog.at_level(logging.WARNING):
+        counters = run(lambda s: settled_scrape(s, server.url + "/forever", interval_s=0.01, timeout_s=0.1))
+    assert counters["vllm:request_success_total"] > 3.0
+    assert "still changing" in caplog.text
+
+
+def test_scrape_http_error_is_a_bench_error(server):
+    with pytest.raises(BenchError, match="/no/such/metrics: HTTP 404"):
+        run(lambda s: scrape(s, server.url + "/no/such"))

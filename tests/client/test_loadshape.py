@@ -1,0 +1,104 @@
+import asyncio
+import math
+
+import numpy as np
+import pytest
+
+from bench.client.loadshape import arrival_offsets, dispatch
+from bench.errors import BenchError
+
+
+def intervals(offsets: list[float]) -> np.ndarray:
+    return np.diff([0.0, *offsets])
+
+
+def test_same_seed_same_offsets_other_seed_differs():
+    assert arrival_offsets(50, 4.0, seed=7) == arrival_offsets(50, 4.0, seed=7)
+    assert arrival_offsets(50, 4.0, seed=7) != arrival_offsets(50, 4.0, seed=8)
+
+
+def test_inf_rate_sends_everything_at_once():
+    assert arrival_offsets(5) == [0.0] * 5
+    assert arrival_offsets(0, 3.0) == []
+
+
+def test_offsets_cumulative_and_end_at_n_over_rate():
+    offsets = arrival_offsets(100, 5.0, burstiness=0.5, seed=1)
+    assert all(b >= a for a, b in zip(offsets, offsets[1:]))
+    assert offsets[-1] == pytest.approx(100 / 5.0)  # vLLM's rescaling to n / rate
+
+
+@pytest.mark.parametrize("burstiness", [0.25, 1.0, 4.0])
+def test_interval_statistics(burstiness):
+    rate, n = 10.0, 20_000
+    gaps = intervals(arrival_offsets(n, rate, burstiness=burstiness, seed=3))
+    assert gaps.mean() == pytest.approx(1 / rate, rel=0.01)
+    # A gamma with shape k has coefficient of variation 1 / sqrt(k): 1 for Poisson.
+    assert gaps.std() / gaps.mean() == pytest.approx(1 / math.sqrt(burstiness), rel=0.05)
+
+
+@pytest.mark.parametrize("burstiness", ["constant", math.inf])
+def test_constant_intervals(burstiness):
+    assert arrival_offsets(4, 2.0, burstiness=burstiness) == [0.5, 1.0, 1.5, 2.0]
+
+
+@pytest.mark.parametrize("kwargs", [{"n": -1}, {"rate": 0}, {"burstiness": 0}, {"burstiness": "bursty"}])
+def test_bad_parameters_raise(kwargs):
+    with pytest.raises(BenchError):
+        arrival_offsets(**{"n": 3, "rate": 1.0, **kwargs})
+
+
+def test_dispatch_respects_max_concurrency_and_offsets():
+    in_flight, peak, started = 0, 0, {}
+
+    async def send(item: int) -> None:
+        nonlocal in_flight, peak
+        started[item] = asyncio.get_running_loop().time()
+        in_flight += 1
+        peak = max(peak, in_flight)
+        await asyncio.sleep(0.03)
+        in_flight -= 1
+
+    async def go() -> float:
+        t0 = asyncio.get_running_loop().time()
+        await dispatch(list(range(12)), [0.0] * 10 + [0.2, 0.2], 3, send)
+        return t0
+
+    t0 = asyncio.run(go())
+    assert peak == 3 and len(started) == 12
+    assert started[10] - t0 >= 0.19  # not sent before its offset
+
+
+def test_dispatch_unlimited_runs_all_at_once():
+    peak, in_flight = 0, 0
+
+    async def send(item: int) -> None:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        await asyncio.sleep(0.02)
+        in_flight -= 1
+
+    asyncio.run(dispatch(list(range(20)), [0.0] * 20, None, send))
+    assert peak == 20
+
+
+def test_dispatch_cancellation_cancels_in_flight_sends():
+    cancelled = []
+
+    async def send(item: int) -> None:
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            cancelled.append(item)
+            raise
+
+    async def go() -> None:
+        task = asyncio.create_task(dispatch([1, 2, 3], [0.0, 0.0, 5.0], None, send))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(go())
+    assert sorted(cancelled) == [1, 2]
