@@ -1,0 +1,58 @@
+"""Deterministic media synthesis: one module per modality, files written by standard encoders.
+
+Same arguments (including ``seed``) give byte-identical files for the same library versions,
+which :func:`library_versions` reports for the workload metadata.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class MediaFile:
+    """A written media file: where it is, its MIME type and the parameters it was encoded with."""
+
+    path: Path
+    mime: str
+    params: dict[str, Any]
+
+
+def rng(seed: int) -> np.random.Generator:
+    """The random generator for one media item's content."""
+    return np.random.default_rng(seed)
+
+
+def file_digest(path: Path) -> tuple[str, int]:
+    """The sha256 hex digest and size in bytes of a file."""
+    h = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+            size += len(chunk)
+    return h.hexdigest(), size
+
+
+def library_versions() -> dict[str, str]:
+    """Versions of every library whose output ends up in media bytes."""
+    import av
+    import PIL
+    import soundfile
+
+    ffmpeg = {name: ".".join(map(str, v)) for name, v in av.library_versions.items()}
+    return {
+        "numpy": np.__version__,
+        "pillow": PIL.__version__,
+        "soundfile": soundfile.__version__,
+        "libsndfile": soundfile.__libsndfile_version__,
+        "av": av.__version__,
+        "libavcodec": ffmpeg.get("libavcodec", "?"),
+        "libavformat": ffmpeg.get("libavformat", "?"),
+        "libswscale": ffmpeg.get("libswscale", "?"),
+    }
