@@ -60,7 +60,7 @@ class SseDecoder:
         """End of stream: return the payload of a last event that lacks its blank line."""
         tail = (self._buffer + self._utf8.decode(b"", final=True)).replace("\r\n", "\n")
         self._buffer = ""
-        data = _event_data(tail.strip("\n"))
+        data = _event_data(tail.strip("\r\n"))
         return [] if data is None else [data]
 
 
@@ -69,7 +69,7 @@ def _event_data(block: str) -> str | None:
     return "\n".join(lines) if lines else None
 
 
-def error_message(body: Any) -> str | None:
+def _error_message(body: Any) -> str | None:
     """The message of an OpenAI-style ``{"error": {"message": ...}}`` body, else ``None``."""
     if not isinstance(body, dict) or body.get("error") is None:
         return None
@@ -82,7 +82,7 @@ def error_message(body: Any) -> str | None:
 async def _http_error(response: aiohttp.ClientResponse) -> str:
     text = (await response.read()).decode("utf-8", errors="replace")
     try:
-        message = error_message(json.loads(text)) or text
+        message = _error_message(json.loads(text)) or text
     except ValueError:
         message = text
     return f"HTTP {response.status}: {message.strip()[:MAX_ERROR_CHARS]}"
@@ -111,7 +111,7 @@ class _EventTimer:
             result.n_events += 1
             event = _decode_event(data, result.n_events)
             result.last_event = event
-            if (message := error_message(event)) is not None:
+            if (message := _error_message(event)) is not None:
                 self.error = f"error event: {message}"[:MAX_ERROR_CHARS]
                 return
             if event.get("usage") is not None:

@@ -25,7 +25,8 @@ def sse_event(event: dict) -> str:
 
 
 def metrics_text(value: float) -> str:
-    """Prometheus text as vLLM emits it, with two engines, a ``_created`` sample and noise."""
+    """Prometheus text as vLLM emits it (``prometheus_client.generate_latest``): two engines,
+    ``_created`` gauges and an unrelated family."""
     return f"""\
 # HELP python_gc_objects_collected_total Objects collected during gc
 # TYPE python_gc_objects_collected_total counter
@@ -36,7 +37,7 @@ vllm:prefix_cache_queries_total{{engine="0",model_name="Qwen/Qwen2.5-VL-3B-Instr
 vllm:prefix_cache_queries_total{{engine="1",model_name="Qwen/Qwen2.5-VL-3B-Instruct"}} 100.0
 # HELP vllm:prefix_cache_queries_created Prefix cache queries, in terms of number of queried tokens.
 # TYPE vllm:prefix_cache_queries_created gauge
-vllm:prefix_cache_queries_created{{engine="0",model_name="Qwen/Qwen2.5-VL-3B-Instruct"}} 1.7e+09
+vllm:prefix_cache_queries_created{{engine="0",model_name="Qwen/Qwen2.5-VL-3B-Instruct"}} 1.7962290643716843e+09
 # HELP vllm:prefix_cache_hits_total Prefix cache hits, in terms of number of cached tokens.
 # TYPE vllm:prefix_cache_hits_total counter
 vllm:prefix_cache_hits_total{{engine="0",model_name="Qwen/Qwen2.5-VL-3B-Instruct"}} {50.0 * value}
@@ -47,7 +48,9 @@ vllm:prompt_tokens_by_source_total{{engine="0",model_name="Qwen/Qwen2.5-VL-3B-In
 vllm:prompt_tokens_by_source_total{{engine="1",model_name="Qwen/Qwen2.5-VL-3B-Instruct",source="local_compute"}} 5.0
 vllm:prompt_tokens_by_source_total{{engine="0",model_name="Qwen/Qwen2.5-VL-3B-Instruct",source="local_cache_hit"}} {50.0 * value}
 vllm:prompt_tokens_by_source_total{{engine="0",model_name="Qwen/Qwen2.5-VL-3B-Instruct",source="external_kv_transfer"}} 0.0
-vllm:prompt_tokens_by_source_total_created{{engine="0",model_name="Qwen/Qwen2.5-VL-3B-Instruct",source="local_compute"}} 1.7e+09
+# HELP vllm:prompt_tokens_by_source_created Number of prompt tokens by source.
+# TYPE vllm:prompt_tokens_by_source_created gauge
+vllm:prompt_tokens_by_source_created{{engine="0",model_name="Qwen/Qwen2.5-VL-3B-Instruct",source="local_compute"}} 1.7962290643716843e+09
 # HELP vllm:request_success_total Count of successfully processed requests.
 # TYPE vllm:request_success_total counter
 vllm:request_success_total{{engine="0",finished_reason="stop",model_name="Qwen/Qwen2.5-VL-3B-Instruct"}} {value}
@@ -64,18 +67,10 @@ async def _script(request: web.Request) -> web.StreamResponse:
         return web.Response(text=head["text"], status=head["status"])
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
     await response.prepare(request)
-    try:
-        await _play(request, response, steps)
-    except ConnectionResetError:  # the client gave up (timeout tests)
-        pass
-    return response
-
-
-async def _play(request: web.Request, response: web.StreamResponse, steps: list) -> None:
     for step in steps:
-        if isinstance(step, str) and step == "RESET":
+        if step == "RESET":
             request.transport.abort()
-            return
+            return response
         if isinstance(step, str):
             await response.write(step.encode())
         elif isinstance(step, dict):
@@ -84,6 +79,7 @@ async def _play(request: web.Request, response: web.StreamResponse, steps: list)
         else:
             await asyncio.sleep(step)
     await response.write_eof()
+    return response
 
 
 async def _metrics(request: web.Request) -> web.Response:

@@ -48,39 +48,37 @@ def test_bad_parameters_raise(kwargs):
         arrival_offsets(**{"n": 3, "rate": 1.0, **kwargs})
 
 
-def test_dispatch_respects_max_concurrency_and_offsets():
-    in_flight, peak, started = 0, 0, {}
+class InFlight:
+    """A ``send`` that holds each item 30 ms and records start times and peak concurrency."""
 
-    async def send(item: int) -> None:
-        nonlocal in_flight, peak
-        started[item] = asyncio.get_running_loop().time()
-        in_flight += 1
-        peak = max(peak, in_flight)
+    def __init__(self) -> None:
+        self.now, self.peak, self.started = 0, 0, {}
+
+    async def send(self, item: int) -> None:
+        self.started[item] = asyncio.get_running_loop().time()
+        self.now += 1
+        self.peak = max(self.peak, self.now)
         await asyncio.sleep(0.03)
-        in_flight -= 1
+        self.now -= 1
+
+
+def test_dispatch_respects_max_concurrency_and_offsets():
+    tracker = InFlight()
 
     async def go() -> float:
         t0 = asyncio.get_running_loop().time()
-        await dispatch(list(range(12)), [0.0] * 10 + [0.2, 0.2], 3, send)
+        await dispatch(list(range(12)), [0.0] * 10 + [0.2, 0.2], 3, tracker.send)
         return t0
 
     t0 = asyncio.run(go())
-    assert peak == 3 and len(started) == 12
-    assert started[10] - t0 >= 0.19  # not sent before its offset
+    assert tracker.peak == 3 and len(tracker.started) == 12
+    assert tracker.started[10] - t0 >= 0.19  # not sent before its offset
 
 
 def test_dispatch_unlimited_runs_all_at_once():
-    peak, in_flight = 0, 0
-
-    async def send(item: int) -> None:
-        nonlocal in_flight, peak
-        in_flight += 1
-        peak = max(peak, in_flight)
-        await asyncio.sleep(0.02)
-        in_flight -= 1
-
-    asyncio.run(dispatch(list(range(20)), [0.0] * 20, None, send))
-    assert peak == 20
+    tracker = InFlight()
+    asyncio.run(dispatch(list(range(20)), [0.0] * 20, None, tracker.send))
+    assert tracker.peak == 20
 
 
 def test_dispatch_cancellation_cancels_in_flight_sends():
