@@ -98,8 +98,7 @@ class _Table:
         return value
 
     def int(self, key: str, default: Any = None, *, minimum: int = 1) -> int:
-        message = {0: "must be a non-negative integer", 1: "must be a positive integer"}.get(
-            minimum, f"must be an integer >= {minimum}")
+        message = _INT_MESSAGE.get(minimum, f"must be an integer >= {minimum}")
         return self.get(key, default, lambda v: _is_int(v) and v >= minimum, message)
 
     def number(self, key: str, default: Any = None, *, lo: float = 0.0, hi: float | None = None,
@@ -127,7 +126,12 @@ class _Table:
         value = self.get(key, default, lambda v: _is_int(v) or (
             isinstance(v, (list, tuple)) and len(v) == 2 and all(_is_int(x) for x in v)),
             "must be an integer or a [min, max] pair of integers")
-        lo, hi = (value, value) if _is_int(value) else value
+        if _is_int(value):
+            if value < minimum:
+                raise self.fail(key, _INT_MESSAGE.get(minimum, f"must be an integer >= {minimum}"),
+                                value)
+            return int(value), int(value)
+        lo, hi = value
         if lo < minimum or hi < lo:
             raise self.fail(key, f"must be integers >= {minimum} with min <= max", value)
         return int(lo), int(hi)
@@ -155,6 +159,7 @@ class _Table:
 
 
 _REQUIRED = object()
+_INT_MESSAGE = {0: "must be a non-negative integer", 1: "must be a positive integer"}
 
 
 def _is_int(v: Any) -> bool:
