@@ -21,12 +21,17 @@ COMMANDS = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="saltbench", description=__doc__)
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The CLI parser; only ``command``'s module is imported (keeps start-up fast)."""
+    parser = argparse.ArgumentParser(
+        prog="saltbench", description="Multimodal cache-salt benchmarking for vLLM.")
     parser.add_argument("--version", action="version", version=f"saltbench {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, help_text in COMMANDS.items():
+        if name != command:
+            sub.add_parser(name, help=help_text, add_help=False)
+            continue
         module = importlib.import_module(f"bench.commands.{name}")
         cmd = sub.add_parser(name, help=help_text, description=module.__doc__)
         module.add_arguments(cmd)
@@ -36,8 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    parser = build_parser()
-    args = parser.parse_args(argv or ["demo"])
+    argv = argv or ["demo"]
+    parser = build_parser(next((a for a in argv if a in COMMANDS), None))
+    args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(levelname)s %(name)s: %(message)s",

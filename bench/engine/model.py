@@ -1,0 +1,98 @@
+"""Local models: random-weight Qwen2.5-Omni thinkers built offline, by preset.
+
+The build runs ``scripts/build_omni.py`` in the engine environment and is cached
+under ``<cache>/models/<preset>-<key>``, keyed by the preset, the builder script and
+the engine's transformers version: the same key gives the same files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.cachedirs import cache_dir
+from bench.engine.provision import EngineEnv, script
+from bench.errors import BenchError
+
+_AUDIO = {"num_mel_bins": 128, "max_source_positions": 1500, "n_window": 100}
+_VISION = {"patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2, "window_size": 112}
+_PROCESSORS = {
+    "image_processor": {"min_pixels": 56 * 56, "max_pixels": 1280 * 28 * 28},
+    "video_processor": {"min_pixels": 56 * 56, "max_pixels": 256 * 28 * 28},
+}
+
+#: Presets. ``tiny`` is for tests (fast start, encoder-bound). ``medium`` has a
+#: ~47M-parameter language model so that prefill dominates time to first token on a CPU.
+PRESETS: dict[str, dict] = {
+    "tiny": {
+        "max_model_len": 8192, "mrope_section": [8, 4, 4],
+        "text": {"hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 2,
+                 "num_attention_heads": 4, "num_key_value_heads": 2},
+        "vision": {**_VISION, "depth": 2, "hidden_size": 64, "intermediate_size": 128,
+                   "num_heads": 2, "fullatt_block_indexes": [1]},
+        "audio": {**_AUDIO, "encoder_layers": 2, "encoder_attention_heads": 2,
+                  "encoder_ffn_dim": 128, "d_model": 64},
+        **_PROCESSORS,
+    },
+    "medium": {
+        "max_model_len": 8192, "mrope_section": [16, 24, 24],
+        "text": {"hidden_size": 1024, "intermediate_size": 2816, "num_hidden_layers": 4,
+                 "num_attention_heads": 8, "num_key_value_heads": 2},
+        "vision": {**_VISION, "depth": 2, "hidden_size": 128, "intermediate_size": 256,
+                   "num_heads": 4, "fullatt_block_indexes": [1]},
+        "audio": {**_AUDIO, "encoder_layers": 2, "encoder_attention_heads": 2,
+                  "encoder_ffn_dim": 256, "d_model": 128},
+        **_PROCESSORS,
+    },
+}
+
+
+@dataclass(frozen=True)
+class LocalModel:
+    """A built model directory and how the server must load it."""
+
+    path: Path
+    preset: str
+    load_format: str = "dummy"
+
+    @property
+    def served_name(self) -> str:
+        return f"saltbench-omni-{self.preset}"
+
+    def metadata(self) -> dict:
+        return {"model": self.served_name, "preset": self.preset, "path": str(self.path),
+                "load_format": self.load_format, "architecture": "Qwen2_5OmniModel (thinker)",
+                "parameters": PRESETS[self.preset]}
+
+
+def model_key(preset: str, transformers_version: str) -> str:
+    """Cache key: preset, builder script and transformers version."""
+    blob = json.dumps([PRESETS[preset], script("build_omni.py").read_text(),
+                       transformers_version], sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def build_model(env: EngineEnv, preset: str) -> LocalModel:
+    """Build (or reuse) the model for ``preset`` with the engine environment ``env``."""
+    if preset not in PRESETS:
+        raise BenchError(f"model preset {preset!r}: unknown; known: {', '.join(PRESETS)}")
+    out = cache_dir("models") / f"{preset}-{model_key(preset, env.info['versions']['transformers'])}"
+    if (out / "config.json").exists():
+        return LocalModel(out, preset)
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    (tmp / "preset.json").write_text(json.dumps(PRESETS[preset], indent=2, sort_keys=True))
+    proc = subprocess.run(
+        [str(env.python), str(script("build_omni.py")), str(tmp / "preset.json"), str(tmp)],
+        capture_output=True, text=True, timeout=600,
+    )
+    if proc.returncode != 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise BenchError(f"building model preset {preset!r} failed:\n{proc.stderr[-3000:]}")
+    tmp.rename(out)
+    return LocalModel(out, preset)

