@@ -41,11 +41,11 @@ _VOCAB = np.array(("the cache block salt token prefix tenant image audio video f
 class BuildStats:
     """Timings and totals of one generation (not written: they vary between runs)."""
 
-    requests: int = 0
-    seconds: float = 0.0
-    media_seconds: float = 0.0
-    media_bytes: int = 0
-    media_files: int = 0
+    requests: int
+    seconds: float
+    media_seconds: float
+    media_bytes: int
+    media_files: int
 
 
 @dataclass
@@ -239,7 +239,7 @@ def write_workload(spec: WorkloadSpec, out: Path) -> BuildStats:
     """Generate ``spec`` into the empty or new directory ``out``."""
     start = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
-    stats, expect, cases = BuildStats(), Counter(), set()
+    expect, cases = Counter(), set()
     with open(out / manifest.MEDIA_FILE, "w", encoding="utf-8") as media_index, \
             open(out / manifest.REQUESTS_FILE, "w", encoding="utf-8") as requests:
         pool = MediaPool(spec, out, media_index)
@@ -263,10 +263,9 @@ def write_workload(spec: WorkloadSpec, out: Path) -> BuildStats:
         "tenants": [{"id": t, "salt": builder.salts[t]} for t in builder.tenants],
         "libraries": library_versions(),
     })
-    stats.requests = spec.requests
-    stats.media_seconds, stats.media_bytes, stats.media_files = pool.seconds, pool.bytes, len(pool.sha256)
-    stats.seconds = time.perf_counter() - start
-    return stats
+    return BuildStats(requests=spec.requests, seconds=time.perf_counter() - start,
+                      media_seconds=pool.seconds, media_bytes=pool.bytes,
+                      media_files=len(pool.sha256))
 
 
 

@@ -1,5 +1,20 @@
 """Workload spec files (TOML): dataclasses and strict validation.
 
+Tables and keys (ranges are ``n`` or ``[min, max]``, drawn per item):
+
+- ``[workload]`` name (file stem), description, requests (required), seed, max_tokens
+- ``[tenants]`` count, salt (``none``/``shared``/``tenant``, or one per tenant), weights
+- ``[text]`` system_scope (``case``/``tenant``/``global``: who shares the system prompt),
+  system_words, user_words
+- ``[sessions]`` turns (range), concurrent (open sessions), reply_words, media_every_turn
+- ``[repeats]`` ratio (repeat an earlier request), cross_tenant (sent by another tenant),
+  variant (with its media re-encoded), window (how far back repeats look)
+- ``[arrival]`` process (``none``/``constant``/``poisson``/``gamma``), rate (req/s), shape, seed
+- ``[media.image|audio|video]`` pool, per_request (range), reuse (slot draws from the pool,
+  else fresh media), variants (a reused slot takes the re-encoded copy), kinds, and
+  image: width, height, formats, jpeg_quality; audio: sample_rate, channels, duration_s,
+  subtype; video: width, height (even), fps, crf, frames or duration_s
+
 Every error is a :class:`BenchError` naming the file and the key path, e.g.
 ``datasets/image.toml: [media.image].width: must be a positive integer, got -3``.
 """

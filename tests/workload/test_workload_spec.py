@@ -24,7 +24,7 @@ def test_smoke_covers_all_modalities() -> None:
     assert set(wspec.load("smoke").media) == {"image", "audio", "video"}
 
 
-@pytest.mark.parametrize("body, where, words", [
+BAD = [
     ("[workload]\nrequests = 3\ncolour = 1\n", "[workload].colour", "unknown key"),
     ("[workload]\nrequests = 3\n[media.image]\nwidth = -3\n", "[media.image].width",
      "must be a positive integer, got -3"),
@@ -51,7 +51,10 @@ def test_smoke_covers_all_modalities() -> None:
     ("[workload]\nrequests = 3\n[text]\nsystem_scope = 'global'\nsystem_words = 4\n",
      "[text].system_words", ">= 32"),
     ("workload = 3\n", "[workload]", "must be a table"),
-])
+]
+
+
+@pytest.mark.parametrize("body, where, words", BAD, ids=[where for _, where, _ in BAD])
 def test_bad_specs_name_file_and_key(make_spec, body: str, where: str, words: str) -> None:
     path = make_spec(body, "bad")
     with pytest.raises(BenchError) as err:
