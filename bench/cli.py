@@ -18,6 +18,7 @@ COMMANDS = {
     "model": "Build a local random-weight multimodal model",
     "generate": "Generate a workload (manifest + media) from a spec file",
     "inspect": "Summarise a workload manifest",
+    "run": "Run a workload through request paths and salt modes",
 }
 
 

@@ -29,7 +29,7 @@ from bench.workload.pool import PREFIX, MediaPool
 from bench.workload.spec import MODALITIES, WorkloadSpec, load
 
 #: Bumped whenever the same spec and seed would produce different files.
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 
 _VOCAB = np.array(("the cache block salt token prefix tenant image audio video frame sample "
                    "model request reply server queue batch layer hidden vector stream bench "
@@ -143,7 +143,8 @@ class _Builder:
         if s.turn:
             reply = f"Reply {s.turn - 1}: {self._words(spec.reply_words)}"
             s.messages.append(_message("assistant", [_text(reply)]))
-        opener = f"[{self.tag} case {s.case}]" if s.turn == 0 else f"[turn {s.turn}]"
+        # The distinguishing id comes first, so that it falls inside the first KV block.
+        opener = f"[{s.case} {self.tag}]" if s.turn == 0 else f"[turn {s.turn}]"
         parts = [_text(f"{opener} Question: {self._words(spec.user_words)}")]
         if s.turn == 0 or spec.media_every_turn:
             for modality, ms in spec.media.items():
@@ -187,12 +188,12 @@ class _Builder:
     def _system(self, case: str, tenant: str) -> dict[str, Any]:
         scope = self.spec.system_scope
         if scope == "case":
-            text = f"[{self.tag} case {case}] {self._words(self.spec.system_words)}"
+            text = f"[{case} {self.tag}] {self._words(self.spec.system_words)}"
         else:
             key = tenant if scope == "tenant" else "all"
             if key not in self.system_prompts:
                 words = self._words(self.spec.system_words)
-                self.system_prompts[key] = f"[{self.tag} prefix {key}] {words}"
+                self.system_prompts[key] = f"[{key} prefix {self.tag}] {words}"
             text = self.system_prompts[key]
         return _message("system", [_text(text)])
 

@@ -1,0 +1,65 @@
+"""One benchmark run end to end: workload + target -> records.jsonl + results.json.
+
+Records are appended as requests finish; ``results.json`` is written at the end and
+also when the run is interrupted or fails, from whatever was recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import secrets
+from dataclasses import asdict
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+from bench.metadata import base_metadata
+from bench.records import read_records
+from bench.results import build_results, write_results
+from bench.runner import RunOptions, Runner, select_requests
+from bench.target import Target
+from bench.workload import Workload
+
+REPORTS = Path("reports")
+
+
+def new_run_id(label: str) -> str:
+    return f"{dt.datetime.now():%Y%m%d-%H%M%S}-{label}-{secrets.token_hex(3)}"
+
+
+def run_metadata(target: Target, workload: Workload, opts: RunOptions) -> dict:
+    meta = workload.metadata
+    return {**base_metadata(), "target": target.metadata,
+            "workload": {"dir": str(workload.dir), "spec": meta["spec"], "seed": meta["seed"],
+                         "counts": meta["counts"], "libraries": meta.get("libraries")},
+            "options": {**asdict(opts), "rate": str(opts.rate)}}
+
+
+def run_benchmark(target: Target, workload: Workload, opts: RunOptions, out_dir: Path,
+                  run_id: str, console: Console) -> dict:
+    """Run and save; return the results dict (``interrupted`` set if it did not finish)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    records_path = out_dir / "records.jsonl"
+    metadata = run_metadata(target, workload, opts)
+    n = len(select_requests(workload, opts.limit))
+    per_pass = n + opts.warmup + (n if opts.prime else 0)
+    total = per_pass * len(opts.paths) * len(opts.salt_modes)
+    with Progress("[progress.description]{task.description}", BarColumn(),
+                  MofNCompleteColumn(), TimeElapsedColumn(), console=console,
+                  disable=not console.is_terminal) as progress:
+        progress.add_task("requests", total=total)
+        runner = Runner(target, workload, opts, records_path, run_id, progress)
+        interrupted = True
+        try:
+            asyncio.run(runner.run())
+            interrupted = False
+        finally:
+            records = read_records(records_path) if records_path.exists() else []
+            results = build_results(run_id, metadata, runner.passes, records, interrupted)
+            write_results(out_dir / "results.json", results)
+            if interrupted:
+                console.print(f"[yellow]run interrupted; {len(records)} records kept in "
+                              f"{out_dir}[/]")
+    return results

@@ -1,0 +1,122 @@
+"""What every request path shares: the logical request in OpenAI message form, the
+salt in the body, and how a stream's events and usage are read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+
+from bench.errors import BenchError
+from bench.paths.media_urls import MediaUrls
+from bench.workload import MediaItem
+
+#: OpenAI chat content-part type per modality.
+PART_TYPES = {"image": "image_url", "audio": "audio_url", "video": "video_url"}
+
+
+@dataclass
+class PathContext:
+    """Everything a path needs besides the request itself."""
+
+    base_url: str
+    model: str
+    media: dict[str, MediaItem]
+    urls: MediaUrls
+    audio_part: str = "audio_url"  # or "input_audio" (base64 WAV in the body)
+    timeout_s: float = 600.0
+
+
+def media_modalities(req: dict) -> list[str]:
+    """Modalities of the request's media parts, in prompt order."""
+    return [p["type"] for m in req["messages"] for p in m["content"] if p["type"] != "text"]
+
+
+def modality_label(modalities: list[str]) -> str:
+    """``text``, the one modality, or ``mixed``."""
+    kinds = set(modalities)
+    return "text" if not kinds else kinds.pop() if len(kinds) == 1 else "mixed"
+
+
+def tagged(req: dict, tag: str) -> list[dict]:
+    """The request's messages with ``[tag] `` before its first text (a per-pass nonce).
+
+    The workload starts each case with its own nonce; the tag keeps two passes (or two
+    runs against the same server) from sharing cache keys.
+    """
+    messages = [{"role": m["role"], "content": list(m["content"])} for m in req["messages"]]
+    first = messages[0]["content"]
+    for i, part in enumerate(first):
+        if part["type"] == "text":
+            first[i] = {"type": "text", "text": f"[{tag}] {part['text']}"}
+            return messages
+    first.insert(0, {"type": "text", "text": f"[{tag}]"})
+    return messages
+
+
+def openai_messages(messages: list[dict], ctx: PathContext, *, standins: dict | None = None,
+                    text_only: bool = False) -> list[dict]:
+    """Manifest messages as OpenAI chat messages with content parts.
+
+    ``standins`` replaces each media file by a tiny one of its modality (to render the
+    prompt template without touching the real media); ``text_only`` drops media parts.
+    """
+    out = []
+    for msg in messages:
+        parts = []
+        for part in msg["content"]:
+            kind = part["type"]
+            if kind == "text":
+                parts.append({"type": "text", "text": part["text"]})
+            elif not text_only:
+                parts.append(media_part(kind, part["media"], ctx, standins))
+        out.append({"role": msg["role"], "content": parts})
+    return out
+
+
+def media_part(kind: str, media_id: str, ctx: PathContext, standins: dict | None) -> dict:
+    if standins is not None:
+        url = standins[kind]
+    else:
+        try:
+            item = ctx.media[media_id]
+        except KeyError:
+            raise BenchError(f"media {media_id!r}: not in the workload's media index") from None
+        url = ctx.urls.url(item.path, item.mime)
+    if kind == "audio" and ctx.audio_part == "input_audio":
+        if not url.startswith("data:"):
+            raise BenchError("--audio-part input_audio needs --media-url data")
+        return {"type": "input_audio",
+                "input_audio": {"data": url.split(",", 1)[1], "format": "wav"}}
+    return {"type": PART_TYPES[kind], PART_TYPES[kind]: {"url": url}}
+
+
+def with_salt(body: dict, salt: str | None) -> dict:
+    if salt is not None:
+        body["cache_salt"] = salt
+    return body
+
+
+def is_token_event(event: dict) -> int:
+    """vLLM's benchmark rule: any chunk with non-empty ``choices`` carries output."""
+    return len(event.get("choices") or [])
+
+
+def usage_counts(usage: dict | None) -> dict[str, Any]:
+    """Prompt, cached and output token counts from a final ``usage`` object."""
+    usage = usage or {}
+    details = usage.get("prompt_tokens_details") or {}
+    return {"prompt_tokens": usage.get("prompt_tokens"),
+            "cached_tokens": details.get("cached_tokens"),
+            "output_tokens": usage.get("completion_tokens")}
+
+
+async def post_json(session: aiohttp.ClientSession, url: str, body: dict,
+                    timeout_s: float) -> dict:
+    """A plain JSON POST (render calls); a BenchError naming the endpoint on failure."""
+    async with session.post(url, json=body, timeout=aiohttp.ClientTimeout(total=timeout_s)) as r:
+        if r.status != 200:
+            text = (await r.text())[:500]
+            raise BenchError(f"POST {url}: HTTP {r.status}: {text}")
+        return await r.json()

@@ -1,0 +1,25 @@
+"""``chat``: /v1/chat/completions with OpenAI content parts and ``cache_salt`` in the body."""
+
+from __future__ import annotations
+
+import aiohttp
+
+from bench.paths.base import PathContext, openai_messages, with_salt
+
+
+class ChatPath:
+    name = "chat"
+    text_only = False
+
+    def __init__(self, ctx: PathContext) -> None:
+        self.ctx = ctx
+
+    async def build(self, session: aiohttp.ClientSession, messages: list[dict],
+                    max_tokens: int, salt: str | None) -> tuple[str, dict]:
+        body = {
+            "model": self.ctx.model,
+            "messages": openai_messages(messages, self.ctx),
+            "max_tokens": max_tokens, "ignore_eos": True,
+            "stream": True, "stream_options": {"include_usage": True},
+        }
+        return f"{self.ctx.base_url}/v1/chat/completions", with_salt(body, salt)

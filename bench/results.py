@@ -1,0 +1,101 @@
+"""The results JSON of a run: metadata, per-pass counters and per-group metrics.
+
+Schema (``schema_version`` = :data:`bench.SCHEMA_VERSION`)::
+
+    {"schema_version", "kind": "saltbench-run", "run_id", "interrupted",
+     "metadata": {saltbench/machine/date, "target": {...}, "workload": {...}, "options": {...}},
+     "passes": [{"index", "path", "salt_mode", "tag", "duration_s", "counters": {delta},
+                 "hit_rate_requests", "hit_rate_counters", "counters_agree", **metrics}],
+     "groups": [{"path", "modality", "salt_mode", **metrics}],
+     "expectations": {"checked", "met", "unmet": [...]},
+     "prompt_token_mismatches": [...]}
+
+``metrics`` uses vLLM's key names (``mean_ttft_ms``, ``request_throughput``, ...).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict
+from pathlib import Path
+
+from bench import SCHEMA_VERSION, counters
+from bench.errors import BenchError
+from bench.metrics import aggregate, group_by
+from bench.runner import PassInfo
+
+GROUP_KEYS = ("path", "modality", "salt_mode")
+MULTIMODAL_PATHS = ("chat", "generate-parts", "generate-features")
+
+
+def pass_summary(info: PassInfo, records: list[dict]) -> dict:
+    """Metrics of one pass's measured records, with hit rates from both sources."""
+    metrics = aggregate(records, info.duration_s)
+    d = info.counters
+    queries = d.get("vllm:prefix_cache_queries_total")
+    hits = d.get("vllm:prefix_cache_hits_total")
+    agree = None
+    if queries is not None and metrics["cached_tokens"] is not None:
+        agree = (hits == metrics["cached_tokens"] and queries == metrics["prompt_tokens"])
+    return {**asdict(info), **metrics, "hit_rate_requests": metrics["hit_rate"],
+            "hit_rate_counters": counters.counter_hit_rate(d), "counters_agree": agree}
+
+
+def check_expectations(records: list[dict]) -> dict:
+    """Each judged record: did it get the cached tokens its expectation says?"""
+    judged = [r for r in records if r.get("expected_cached_tokens") is not None]
+    unmet = [{k: r.get(k) for k in ("seq", "phase", "path", "salt_mode", "request_id",
+                                    "modality", "expect", "prompt_tokens", "cached_tokens",
+                                    "expected_cached_tokens")}
+             for r in judged if r.get("cached_tokens") != r["expected_cached_tokens"]]
+    return {"checked": len(judged), "met": len(judged) - len(unmet), "unmet": unmet}
+
+
+def prompt_token_mismatches(records: list[dict]) -> list[dict]:
+    """Logical requests whose prompt token count differs between multimodal paths."""
+    seen: dict[tuple, dict[str, int]] = {}
+    for r in records:
+        if r["ok"] and r["path"] in MULTIMODAL_PATHS and r["phase"] == "measure":
+            seen.setdefault((r["request_id"], r["salt_mode"]), {})[r["path"]] = r["prompt_tokens"]
+    return [{"request_id": rid, "salt_mode": mode, "prompt_tokens": counts}
+            for (rid, mode), counts in seen.items() if len(set(counts.values())) > 1]
+
+
+def build_results(run_id: str, metadata: dict, passes: list[PassInfo], records: list[dict],
+                  interrupted: bool) -> dict:
+    measured = [r for r in records if r["phase"] == "measure"]
+    by_pass = group_by(measured, ("pass",))
+    duration = {p.index: p.duration_s for p in passes}
+    groups = []
+    for key, recs in group_by(measured, ("pass", *GROUP_KEYS)).items():
+        groups.append({**dict(zip(GROUP_KEYS, key[1:])),
+                       **aggregate(recs, duration.get(key[0], 0.0))})
+    return {
+        "schema_version": SCHEMA_VERSION, "kind": "saltbench-run", "run_id": run_id,
+        "interrupted": interrupted, "metadata": metadata,
+        "passes": [pass_summary(p, by_pass.get((p.index,), [])) for p in passes],
+        "groups": groups,
+        "expectations": check_expectations(records),
+        "prompt_token_mismatches": prompt_token_mismatches(records),
+    }
+
+
+def write_results(path: Path, results: dict) -> None:
+    """Write atomically: a reader never sees half a file."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(results, indent=2, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+def read_results(path: Path) -> dict:
+    try:
+        results = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise BenchError(f"{path}: not a readable results file: {exc}") from None
+    if results.get("kind") != "saltbench-run":
+        raise BenchError(f"{path}: not a saltbench results file (kind={results.get('kind')!r})")
+    if results.get("schema_version") != SCHEMA_VERSION:
+        raise BenchError(f"{path}: schema_version {results.get('schema_version')} is not "
+                         f"{SCHEMA_VERSION}")
+    return results

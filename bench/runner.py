@@ -1,0 +1,178 @@
+"""Send a workload through request paths and salt modes; record each request as it ends.
+
+A run is a sequence of passes, one per (path, salt mode). Each pass has a unique tag
+put before the first text of every prompt, so passes (and earlier runs against the
+same server) never share cache keys. Phases of a pass: ``warmup`` (excluded from
+metrics), optional ``prime`` (the workload once, serially, so that ``measure`` sees a
+warm cache), ``measure`` (the workload at the chosen load shape). Server counters are
+scraped, settled, before and after each measured phase.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import secrets
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import aiohttp
+from rich.progress import Progress
+
+from bench import SCHEMA_VERSION, counters, salts
+from bench.client.loadshape import arrival_offsets, dispatch
+from bench.client.stream import post_stream
+from bench.expectations import PrefixTracker, expected_cached
+from bench.paths import make_paths
+from bench.paths.base import (PathContext, is_token_event, media_modalities, modality_label,
+                              tagged, usage_counts)
+from bench.paths.media_urls import MediaUrls
+from bench.records import RecordWriter
+from bench.target import Target
+from bench.workload import Workload
+
+SALT_MODES = ("none", "salted")
+
+
+@dataclass
+class RunOptions:
+    """How to send the workload (recorded in the results)."""
+
+    paths: list[str]
+    salt_modes: list[str] = field(default_factory=lambda: list(SALT_MODES))
+    rate: float = math.inf
+    burstiness: float = 1.0
+    max_concurrency: int | None = 1
+    warmup: int = 2
+    prime: bool = False
+    timeout_s: float = 600.0
+    media_url: str = "data"
+    audio_part: str = "audio_url"
+    seed: int = 0
+    limit: int | None = None
+    #: Test-only: paths whose builder drops the salt (proves that a leak is caught).
+    drop_salt_on: tuple[str, ...] = ()
+
+
+@dataclass
+class PassInfo:
+    """One (path, salt mode) pass: its tag, measured duration and counter deltas."""
+
+    index: int
+    path: str
+    salt_mode: str
+    tag: str
+    duration_s: float = 0.0
+    counters: dict = field(default_factory=dict)
+
+
+def select_requests(workload: Workload, limit: int | None) -> list[dict]:
+    """The workload's requests in order, the first ``limit`` of them if given."""
+    reqs = list(workload.requests())
+    return reqs[:limit] if limit else reqs
+
+
+class Runner:
+    """Runs passes and writes ``records.jsonl`` as requests finish."""
+
+    def __init__(self, target: Target, workload: Workload, opts: RunOptions,
+                 records_path: Path, run_id: str, progress: Progress | None = None) -> None:
+        self.target, self.workload, self.opts = target, workload, opts
+        self.records_path, self.run_id, self.progress = records_path, run_id, progress
+        self.secret = secrets.token_hex(16)  # raw salts are derived from it, never stored
+        self.passes: list[PassInfo] = []
+        self.seq = 0
+        self.t0 = time.perf_counter()
+
+    def salt_for(self, req: dict, salt_mode: str) -> str | None:
+        if salt_mode == "none" or req["salt"] is None:
+            return None
+        return salts.derive(self.secret, req["salt"])
+
+    async def run(self) -> list[PassInfo]:
+        ctx = PathContext(self.target.base_url, self.target.model, self.workload.media,
+                          MediaUrls(self.opts.media_url, self.target.media_dir),
+                          self.opts.audio_part, self.opts.timeout_s)
+        paths = make_paths(self.opts.paths, ctx)
+        reqs = select_requests(self.workload, self.opts.limit)
+        connector = aiohttp.TCPConnector(limit=0, force_close=False)
+        with RecordWriter(self.records_path) as writer:
+            async with aiohttp.ClientSession(connector=connector) as session:
+                self.session, self.writer = session, writer
+                for path in paths:
+                    for salt_mode in self.opts.salt_modes:
+                        info = PassInfo(len(self.passes), path.name, salt_mode,
+                                        f"{self.run_id[-6:]}{len(self.passes)}")
+                        self.passes.append(info)
+                        await self.run_pass(path, info, reqs)
+        return self.passes
+
+    async def run_pass(self, path, info: PassInfo, reqs: list[dict]) -> None:
+        tracker = PrefixTracker()
+        if self.opts.warmup:
+            warm = PassInfo(info.index, info.path, info.salt_mode, info.tag + "w")
+            await self.send_serial(path, warm, reqs[: self.opts.warmup], "warmup", PrefixTracker())
+        if self.opts.prime:
+            await self.send_serial(path, info, reqs, "prime", tracker)
+        before = await counters.settled_scrape(self.session, self.target.base_url)
+        offsets = arrival_offsets(len(reqs), self.opts.rate, self.opts.burstiness, self.opts.seed)
+        start = time.perf_counter()
+        await dispatch(reqs, offsets, self.opts.max_concurrency,
+                       lambda req: self.send(path, info, req, "measure", tracker))
+        info.duration_s = time.perf_counter() - start
+        after = await counters.settled_scrape(self.session, self.target.base_url)
+        info.counters = counters.delta(before, after)
+
+    async def send_serial(self, path, info: PassInfo, reqs: list[dict], phase: str,
+                          tracker: PrefixTracker) -> None:
+        for req in reqs:
+            await self.send(path, info, req, phase, tracker)
+
+    async def send(self, path, info: PassInfo, req: dict, phase: str,
+                   tracker: PrefixTracker) -> None:
+        """Build, send and record one request; failures become failed records."""
+        salt = self.salt_for(req, info.salt_mode)
+        sent_salt = None if path.name in self.opts.drop_salt_on else salt
+        messages = tagged(req, info.tag)
+        modalities = [] if path.text_only else media_modalities(req)
+        key_messages = _text_only(messages) if path.text_only else messages
+        expect, key = tracker.start(salt, key_messages)
+        record = {
+            "schema_version": SCHEMA_VERSION, "run_id": self.run_id, "seq": 0,
+            "phase": phase, "pass": info.index, "path": path.name,
+            "salt_mode": info.salt_mode, "salt_digest": salts.digest(salt),
+            "request_id": req["id"], "case": req["case"], "tenant": req["tenant"],
+            "modality": modality_label(modalities), "expect": expect,
+            "start_s": round(time.perf_counter() - self.t0, 6),
+        }
+        try:
+            url, body = await path.build(self.session, messages, req["max_tokens"], sent_salt)
+        except Exception as exc:  # noqa: BLE001 - a request that cannot be built is a failure
+            record.update(ok=False, status=None, error=f"build: {type(exc).__name__}: {exc}"[:500])
+        else:
+            result = await post_stream(self.session, url, body, timeout_s=self.opts.timeout_s,
+                                       is_token_event=is_token_event)
+            record.update(ok=result.ok, status=result.status, error=result.error,
+                          **usage_counts(result.usage),
+                          ttft_ms=_ms(result.ttft_s), e2el_ms=_ms(result.e2el_s),
+                          itl_ms=[round(x * 1e3, 3) for x in result.itl_s])
+            if result.ok:
+                tracker.complete(key)
+        record["expected_cached_tokens"] = (
+            expected_cached(expect, record.get("prompt_tokens"), self.target.block_size)
+            if record["ok"] else None)
+        self.seq += 1
+        record["seq"] = self.seq
+        self.writer.write(record)
+        if self.progress is not None:
+            self.progress.advance(self.progress.task_ids[0])
+
+
+def _text_only(messages: list[dict]) -> list[dict]:
+    return [{"role": m["role"], "content": [p for p in m["content"] if p["type"] == "text"]}
+            for m in messages]
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds * 1e3, 3)
