@@ -58,6 +58,18 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--start-timeout", type=float, default=600.0, metavar="SECONDS")
 
 
+def target_args(**overrides: object) -> argparse.Namespace:
+    """The engine options' defaults, with ``overrides`` (for code and tests, not the CLI)."""
+    parser = argparse.ArgumentParser()
+    add_target_arguments(parser)
+    args = parser.parse_args([])
+    for key, value in overrides.items():
+        if not hasattr(args, key):
+            raise TypeError(f"unknown target option {key!r}")
+        setattr(args, key, value)
+    return args
+
+
 def _get_json(url: str, timeout_s: float = 10.0) -> dict:
     with urllib.request.urlopen(url, timeout=timeout_s) as resp:
         return json.loads(resp.read())

@@ -1,0 +1,82 @@
+"""Every path x modality x salt mode on the real engine: cached tokens as expected,
+complete records and results, request and counter hit rates that agree."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from bench.benchmark import new_run_id, run_benchmark
+from bench.paths import PATHS
+from bench.records import read_records
+from bench.runner import SALT_MODES, RunOptions
+from bench.target import Target
+
+RECORD_FIELDS = {"schema_version", "run_id", "seq", "phase", "pass", "path", "salt_mode",
+                 "salt_digest", "request_id", "case", "tenant", "modality", "expect",
+                 "start_s", "ok", "status", "error", "prompt_tokens", "cached_tokens",
+                 "output_tokens", "ttft_ms", "e2el_ms", "itl_ms", "expected_cached_tokens"}
+VLLM_KEYS = {"completed", "failed", "request_throughput", "output_throughput",
+             "total_token_throughput"} | {f"{s}_{m}_ms" for s in
+                                          ("mean", "median", "std", "p50", "p90", "p99")
+                                          for m in ("ttft", "tpot", "itl", "e2el")}
+
+
+@pytest.fixture(scope="module", params=["image", "audio", "video"])
+def run(request, target: Target, modality_workloads: dict, tmp_path_factory) -> tuple:
+    workload = modality_workloads[request.param]
+    out: Path = tmp_path_factory.mktemp(f"run-{request.param}")
+    opts = RunOptions(paths=list(PATHS), warmup=1, prime=True)
+    results = run_benchmark(target, workload, opts, out, new_run_id(request.param),
+                            Console(stderr=True))
+    return request.param, results, read_records(out / "records.jsonl")
+
+
+def test_every_request_succeeds_and_meets_its_cache_expectation(run: tuple) -> None:
+    modality, results, records = run
+    assert all(r["ok"] for r in records), [r["error"] for r in records if not r["ok"]]
+    exp = results["expectations"]
+    assert exp["unmet"] == []
+    # Both kinds of judgement happened on every path: first sightings while priming,
+    # full repeats while measuring.
+    for path in PATHS:
+        for phase, kind in (("prime", "none"), ("measure", "full")):
+            kinds = {r["expect"] for r in records if r["path"] == path and r["phase"] == phase}
+            assert kind in kinds, (modality, path, phase, kinds)
+
+
+def test_salted_and_unsalted_passes_cover_every_path(run: tuple) -> None:
+    _, results, records = run
+    passes = {(p["path"], p["salt_mode"]) for p in results["passes"]}
+    assert passes == {(p, s) for p in PATHS for s in SALT_MODES}
+    salted = [r for r in records if r["salt_mode"] == "salted"]
+    assert salted and all(r["salt_digest"] for r in salted)
+    assert all(r["salt_digest"] is None for r in records if r["salt_mode"] == "none")
+
+
+def test_records_and_results_have_every_field(run: tuple) -> None:
+    modality, results, records = run
+    for r in records:
+        assert RECORD_FIELDS <= r.keys(), RECORD_FIELDS - r.keys()
+    for p in results["passes"]:
+        assert VLLM_KEYS <= p.keys()
+        assert p["completed"] > 0 and p["failed"] == 0
+    measured_modalities = {g["modality"] for g in results["groups"]}
+    assert measured_modalities == {modality, "text"}  # text: generate-tokens' text-only form
+    meta = results["metadata"]
+    assert meta["target"]["vllm_version"] and meta["target"]["block_size"] == 32
+    assert meta["workload"]["spec"]["sha256"] and meta["machine"]["cpu"]
+
+
+def test_request_and_counter_hit_rates_agree(run: tuple) -> None:
+    _, results, _ = run
+    for p in results["passes"]:
+        assert p["counters_agree"] is True, p
+        assert p["hit_rate_requests"] == pytest.approx(p["hit_rate_counters"])
+
+
+def test_multimodal_paths_see_the_same_prompt_token_count(run: tuple) -> None:
+    _, results, _ = run
+    assert results["prompt_token_mismatches"] == []
