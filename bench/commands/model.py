@@ -10,12 +10,12 @@ from rich.console import Console
 
 from bench.engine.model import PRESETS, build_model
 from bench.engine.provision import open_env, provision
-from bench.engine.spec import default_engine_spec, parse_engine_spec
+from bench.engine.spec import default_engine_spec, engine_spec_arg
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("preset", choices=sorted(PRESETS))
-    parser.add_argument("--engine", type=parse_engine_spec, metavar="SPEC")
+    parser.add_argument("--engine", type=engine_spec_arg, metavar="SPEC")
     parser.add_argument("--engine-python", type=Path, metavar="PATH")
 
 

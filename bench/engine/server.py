@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import ctypes
 import json
 import os
 import signal
@@ -127,6 +128,7 @@ class ManagedServer:
             self.proc = subprocess.Popen(
                 self.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 env={**os.environ, **self.config.env()}, start_new_session=True,
+                preexec_fn=_die_with_parent,
             )
         try:
             while not http_ok(f"{self.base_url}/health"):
@@ -172,6 +174,14 @@ class ManagedServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _die_with_parent() -> None:
+    """In the child: get SIGTERM if saltbench dies, even by SIGKILL (Linux only)."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
 
 
 def _group_alive(pgid: int) -> bool:

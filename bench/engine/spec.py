@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 import shutil
 from dataclasses import dataclass
@@ -54,6 +55,14 @@ def parse_engine_spec(text: str) -> EngineSpec:
             f"known: {', '.join(DISTRIBUTIONS)}"
         )
     return EngineSpec(dist, match["version"])
+
+
+def engine_spec_arg(text: str) -> EngineSpec:
+    """``parse_engine_spec`` for argparse: a bad spec is a usage error."""
+    try:
+        return parse_engine_spec(text)
+    except BenchError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def has_cuda_gpu() -> bool:

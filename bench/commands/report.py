@@ -1,0 +1,27 @@
+"""Build charts, a self-contained HTML page and a Markdown summary from run results."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from bench.benchmark import REPORTS
+from bench.results import read_results
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("results", nargs="+", type=Path, metavar="RESULTS",
+                        help="run directories or results.json files (several: side by side)")
+    parser.add_argument("--label", action="append", dest="labels", metavar="TEXT",
+                        help="label of each run in order (default: its run id); repeat")
+    parser.add_argument("--out", type=Path,
+                        help="report directory (default: reports/<run-id>, first run's id)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from bench.report.build import build_report  # matplotlib only when reporting
+    from bench.report.load import results_path
+
+    out = args.out or REPORTS / read_results(results_path(args.results[0]))["run_id"]
+    print(build_report(args.results, out, args.labels))
+    return 0

@@ -1,0 +1,23 @@
+"""Build a report directory: ``charts/*.png|svg``, ``index.html`` and ``summary.md``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench.report import html, markdown
+from bench.report.charts import CHARTS
+from bench.report.load import load_runs
+from bench.report.style import save
+
+
+def build_report(run_dirs: list[Path], out: Path, labels: list[str] | None = None) -> Path:
+    """Report on the runs in ``run_dirs`` (directories or results.json files) into ``out``."""
+    runs = load_runs(run_dirs, labels)
+    charts: dict[str, Path] = {}
+    for name, (make, caption) in CHARTS.items():
+        fig = make(runs)
+        if fig is not None:
+            charts[caption] = save(fig, out / "charts", name)[0]
+    (out / "index.html").write_text(html.page(runs, charts), encoding="utf-8")
+    (out / "summary.md").write_text(markdown.summary(runs), encoding="utf-8")
+    return out

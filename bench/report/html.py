@@ -1,0 +1,68 @@
+"""The self-contained HTML page: metadata, charts (embedded PNG) and every table."""
+
+from __future__ import annotations
+
+import base64
+from html import escape
+from pathlib import Path
+from string import Template
+
+from bench.report import markdown as md
+from bench.report.load import Run
+
+PAGE = Template("""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>$title</title>
+<style>
+body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;padding:0 1em;color:#222}
+table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:.85em}
+th,td{border:1px solid #ccc;padding:.25em .6em}th{background:#f2f2f2}
+td.n{text-align:right;font-variant-numeric:tabular-nums}
+figure{margin:1em 0}img{max-width:100%;border:1px solid #ddd}
+figcaption{font-size:.85em;color:#555}
+</style></head><body>
+<h1>$title</h1>
+$body
+</body></html>
+""")
+
+
+def table_html(table: md.Table) -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in table.headers)
+    rows = "".join(
+        "<tr>" + "".join(f"<td{'' if i < table.keys else ' class=n'}>{escape(c)}</td>"
+                         for i, c in enumerate(row)) + "</tr>\n" for row in table.rows)
+    return (f"<h3>{escape(table.title)}</h3>\n<table><thead><tr>{head}</tr></thead>\n"
+            f"<tbody>{rows}</tbody></table>")
+
+
+def chart_html(png: Path, caption: str) -> str:
+    data = base64.b64encode(png.read_bytes()).decode("ascii")
+    svg = f"charts/{png.stem}.svg"
+    return (f'<figure id="chart-{escape(png.stem)}"><img alt="{escape(caption)}" '
+            f'src="data:image/png;base64,{data}"><figcaption>{escape(caption)} '
+            f'(<a href="{escape(svg)}">SVG</a>)</figcaption></figure>')
+
+
+def run_html(run: Run) -> str:
+    meta = md.Table("Metadata", ["key", "value"], [[k, v] for k, v in run.meta().items()], 2)
+    tables = [meta, md.pass_table(run), md.group_table(run)]
+    unmet = md.unmet_table(run)
+    if unmet.rows:
+        tables.append(unmet)
+    if run.isolation:
+        tables += [md.verdict_table(run.isolation), md.side_channel_table(run.isolation),
+                   md.uuid_table(run.isolation)]
+    parts = [f"<h2>Run {escape(run.label)}</h2>"]
+    parts.append(f"<p>{escape(md.expectations_line(run))}</p>")
+    parts += [table_html(t) for t in tables]
+    return "\n".join(parts)
+
+
+def page(runs: list[Run], charts: dict[str, Path]) -> str:
+    """The page for ``runs`` with ``charts`` (caption -> PNG file) embedded."""
+    title = "saltbench report: " + ", ".join(run.label for run in runs)
+    body = [chart_html(png, caption) for caption, png in charts.items()]
+    body += [run_html(run) for run in runs]
+    return PAGE.substitute(title=escape(title), body="\n".join(body))
