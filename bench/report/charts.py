@@ -10,7 +10,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
 from bench.report.load import Run
-from bench.report.style import figure, legend, series_label, series_style
+from bench.report.style import figure, legend, series_label, series_style, wrap
 
 VERDICTS = {  # verdict: (colour, hatch); ink on ISOLATED/UNDER-HIT is dark, on the others white
     "ISOLATED": ("#009E73", ""), "LEAK": ("#D55E00", "xx"),
@@ -63,7 +63,7 @@ def _bars(ax, categories: list[str], series: list[tuple[str, list]], spec: str) 
         ax.bar_label(bars, [("" if v is None else format(v, spec)) for v in values],
                      fontsize=6.5, padding=2, rotation=90 if len(series) > 2 else 0)
         handles.append(bars)
-    ax.set_xticks(x, categories)
+    ax.set_xticks(x, [wrap(c) for c in categories])
     ax.margins(y=0.18)
     return handles
 
@@ -109,7 +109,8 @@ def ttft_cdf(runs: list[Run]) -> Figure:
                                   markevery=max(1, len(values) // 8), markersize=4,
                                   label=series_label(runs, run, name))
                 handles.append(line)
-        ax.set_title(f"{path}  (n = {' / '.join(map(str, counts))})")
+        pairs = ", ".join(f"{h}/{m}" for h, m in zip(counts[::2], counts[1::2]))
+        ax.set_title(f"{path}  (n hit/miss: {pairs})")
         ax.set_ylim(0, 1.02)
     for ax in axes[len(paths):]:
         ax.set_visible(False)
@@ -138,7 +139,7 @@ def ttft_groups(runs: list[Run]) -> Figure:
                                    fmt=st["marker"], color=st["color"], capsize=3,
                                    markersize=6, linewidth=1.2,
                                    label=series_label(runs, run, f"salt mode: {mode}")))
-    ax.set_xticks(np.arange(len(cats)), [f"{p}\n{m}" for p, m in cats])
+    ax.set_xticks(np.arange(len(cats)), [f"{wrap(p)}\n({m})" for p, m in cats])
     ax.set_xlabel("request path / modality")
     ax.set_ylabel("TTFT (ms)")
     ax.set_ylim(bottom=0)

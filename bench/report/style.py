@@ -78,9 +78,14 @@ def figure(title: str, runs: list[Run], ncols: int = 1, nrows: int = 1,
 
 
 def legend(fig: Figure, handles: list, ncol: int | None = None) -> None:
-    """One legend for the figure, above the axes, below the title."""
-    fig.legend(handles=handles, loc="outside upper center",
+    """One legend for the figure, below the axes, above the footer."""
+    fig.legend(handles=handles, loc="outside lower center",
                ncol=ncol or min(len(handles), 4), frameon=False)
+
+
+def wrap(category: str) -> str:
+    """A tick label broken after its first hyphen (``generate-\nparts``), so neighbours fit."""
+    return category.replace("-", "-\n", 1)
 
 
 def save(fig: Figure, out_dir: Path, name: str) -> list[Path]:

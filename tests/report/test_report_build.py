@@ -1,0 +1,93 @@
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from bench.cli import main
+from bench.errors import BenchError
+from bench.report.build import build_report
+
+BASE_CHARTS = ("hit-rate", "ttft-cdf", "ttft-groups", "throughput")
+ISOLATION_CHARTS = ("isolation", "side-channel")
+
+
+def check_charts(report: Path, names: tuple[str, ...]) -> None:
+    for name in names:
+        with Image.open(report / "charts" / f"{name}.png") as img:
+            img.verify()
+        root = ET.parse(report / "charts" / f"{name}.svg").getroot()
+        assert root.tag.endswith("svg")
+    html = (report / "index.html").read_text()
+    assert html.count("data:image/png;base64,") == len(names)
+    for name in names:
+        assert f'id="chart-{name}"' in html
+
+
+def test_report_from_real_run(fixture_run, tmp_path):
+    report = build_report([fixture_run], tmp_path / "rep")
+    check_charts(report, BASE_CHARTS)
+    assert not (report / "charts" / "isolation.png").exists()
+    html = (report / "index.html").read_text()
+    for title in ("Metadata", "Per pass (measure phase)", "Per path, modality and salt mode"):
+        assert f"<h3>{title}" in html
+    assert "cache expectations met: 82/82" in html
+    assert "0.32.0" in html and "a2b532254405" in html
+    md = (report / "summary.md").read_text()
+    assert "| path | salt mode |" in md
+    assert len(re.findall(r"^\| generate-features \| (none|salted) \|", md, re.M)) == 2
+    assert "Isolation verdicts" not in html and "verdict" not in md
+
+
+def test_report_with_isolation(isolated_run, tmp_path):
+    report = build_report([isolated_run / "results.json"], tmp_path / "rep")
+    check_charts(report, BASE_CHARTS + ISOLATION_CHARTS)
+    html = (report / "index.html").read_text()
+    for title in ("Isolation verdicts", "Timing side channel", "Media UUID probe"):
+        assert f"<h3>{title}" in html
+    md = (report / "summary.md").read_text()
+    assert "| chat | audio | LEAK | 64 |" in md
+    assert "synthetic \\| test" in md  # pipes in cells are escaped
+
+
+def test_two_runs_side_by_side(fixture_run, isolated_run, tmp_path):
+    report = build_report([fixture_run, isolated_run], tmp_path / "rep",
+                          labels=["baseline", "patched"])
+    check_charts(report, BASE_CHARTS + ISOLATION_CHARTS)
+    md = (report / "summary.md").read_text()
+    assert "### baseline" in md and "### patched" in md
+
+
+def test_no_raw_salts(fixture_run, tmp_path):
+    report = build_report([fixture_run], tmp_path / "rep")
+    text = (report / "index.html").read_text() + (report / "summary.md").read_text()
+    assert '"salt"' not in text and "salt_digest" not in text
+
+
+def test_cli_report(fixture_run, tmp_path, capsys):
+    out = tmp_path / "cli"
+    assert main(["report", str(fixture_run), "--out", str(out), "--label", "smoke"]) == 0
+    assert capsys.readouterr().out.strip() == str(out)
+    assert (out / "index.html").exists() and (out / "summary.md").exists()
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "results.json"), ("{not json", "results.json"),
+    ('{"kind": "other"}', "not a saltbench results file")])
+def test_bad_results_name_the_file(tmp_path, content, message):
+    if content is not None:
+        (tmp_path / "results.json").write_text(content)
+    with pytest.raises(BenchError, match=message):
+        build_report([tmp_path], tmp_path / "rep")
+
+
+def test_bad_isolation_names_the_file(isolated_run, tmp_path):
+    (isolated_run / "isolation.json").write_text('{"kind": "saltbench-isolation"}')
+    with pytest.raises(BenchError, match="isolation.json"):
+        build_report([isolated_run], tmp_path / "rep")
+
+
+def test_label_count_must_match(fixture_run, tmp_path):
+    with pytest.raises(BenchError, match="labels"):
+        build_report([fixture_run], tmp_path / "rep", labels=["a", "b"])
