@@ -21,7 +21,6 @@ COMMANDS = {
     "inspect": "Summarise a workload manifest",
     "run": "Run a workload through request paths and salt modes",
     "report": "Build charts, an HTML page and a Markdown summary from results",
-    "report": "Build charts, an HTML page and a Markdown summary from results",
 }
 
 
