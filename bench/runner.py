@@ -10,7 +10,6 @@ scraped, settled, before and after each measured phase.
 
 from __future__ import annotations
 
-import asyncio
 import math
 import secrets
 import time
@@ -22,11 +21,10 @@ from rich.progress import Progress
 
 from bench import SCHEMA_VERSION, counters, salts
 from bench.client.loadshape import arrival_offsets, dispatch
-from bench.client.stream import post_stream
+from bench.exchange import exchange
 from bench.expectations import PrefixTracker, expected_cached
 from bench.paths import make_paths
-from bench.paths.base import (PathContext, is_token_event, media_modalities, modality_label,
-                              tagged, usage_counts)
+from bench.paths.base import PathContext, media_modalities, modality_label, tagged
 from bench.paths.media_urls import MediaUrls
 from bench.records import RecordWriter
 from bench.target import Target
@@ -94,7 +92,7 @@ class Runner:
         ctx = PathContext(self.target.base_url, self.target.model, self.workload.media,
                           MediaUrls(self.opts.media_url, self.target.media_dir),
                           self.opts.audio_part, self.opts.timeout_s)
-        paths = make_paths(self.opts.paths, ctx)
+        paths = make_paths(self.opts.paths, ctx, self.opts.drop_salt_on)
         reqs = select_requests(self.workload, self.opts.limit)
         connector = aiohttp.TCPConnector(limit=0, force_close=False)
         with RecordWriter(self.records_path) as writer:
@@ -133,7 +131,6 @@ class Runner:
                    tracker: PrefixTracker) -> None:
         """Build, send and record one request; failures become failed records."""
         salt = self.salt_for(req, info.salt_mode)
-        sent_salt = None if path.name in self.opts.drop_salt_on else salt
         messages = tagged(req, info.tag)
         modalities = [] if path.text_only else media_modalities(req)
         key_messages = _text_only(messages) if path.text_only else messages
@@ -146,19 +143,10 @@ class Runner:
             "modality": modality_label(modalities), "expect": expect,
             "start_s": round(time.perf_counter() - self.t0, 6),
         }
-        try:
-            url, body = await path.build(self.session, messages, req["max_tokens"], sent_salt)
-        except Exception as exc:  # noqa: BLE001 - a request that cannot be built is a failure
-            record.update(ok=False, status=None, error=f"build: {type(exc).__name__}: {exc}"[:500])
-        else:
-            result = await post_stream(self.session, url, body, timeout_s=self.opts.timeout_s,
-                                       is_token_event=is_token_event)
-            record.update(ok=result.ok, status=result.status, error=result.error,
-                          **usage_counts(result.usage),
-                          ttft_ms=_ms(result.ttft_s), e2el_ms=_ms(result.e2el_s),
-                          itl_ms=[round(x * 1e3, 3) for x in result.itl_s])
-            if result.ok:
-                tracker.complete(key)
+        record.update(await exchange(self.session, path, messages, req["max_tokens"], salt,
+                                     self.opts.timeout_s))
+        if record["ok"]:
+            tracker.complete(key)
         record["expected_cached_tokens"] = (
             expected_cached(expect, record.get("prompt_tokens"), self.target.block_size)
             if record["ok"] else None)
@@ -174,5 +162,3 @@ def _text_only(messages: list[dict]) -> list[dict]:
             for m in messages]
 
 
-def _ms(seconds: float | None) -> float | None:
-    return None if seconds is None else round(seconds * 1e3, 3)

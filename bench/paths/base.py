@@ -70,26 +70,33 @@ def openai_messages(messages: list[dict], ctx: PathContext, *, standins: dict | 
             if kind == "text":
                 parts.append({"type": "text", "text": part["text"]})
             elif not text_only:
-                parts.append(media_part(kind, part["media"], ctx, standins))
+                parts.append(media_part(kind, part["media"], ctx, standins, part.get("uuid")))
         out.append({"role": msg["role"], "content": parts})
     return out
 
 
-def media_part(kind: str, media_id: str, ctx: PathContext, standins: dict | None) -> dict:
-    if standins is not None:
-        url = standins[kind]
-    else:
-        try:
-            item = ctx.media[media_id]
-        except KeyError:
-            raise BenchError(f"media {media_id!r}: not in the workload's media index") from None
-        url = ctx.urls.url(item.path, item.mime)
+def media_url(media_id: str, ctx: PathContext) -> str:
+    """The URL of one of the workload's media files."""
+    try:
+        item = ctx.media[media_id]
+    except KeyError:
+        raise BenchError(f"media {media_id!r}: not in the workload's media index") from None
+    return ctx.urls.url(item.path, item.mime)
+
+
+def media_part(kind: str, media_id: str, ctx: PathContext, standins: dict | None = None,
+               uuid: str | None = None) -> dict:
+    """An OpenAI content part; ``uuid`` (vLLM extension) replaces the media's content hash."""
+    url = standins[kind] if standins is not None else media_url(media_id, ctx)
     if kind == "audio" and ctx.audio_part == "input_audio":
         if not url.startswith("data:"):
             raise BenchError("--audio-part input_audio needs --media-url data")
-        return {"type": "input_audio",
-                "input_audio": {"data": url.split(",", 1)[1], "format": "wav"}}
-    return {"type": PART_TYPES[kind], PART_TYPES[kind]: {"url": url}}
+        part = {"type": "input_audio", "input_audio": {"data": url.split(",", 1)[1], "format": "wav"}}
+    else:
+        part = {"type": PART_TYPES[kind], PART_TYPES[kind]: {"url": url}}
+    if uuid is not None and standins is None:
+        part["uuid"] = uuid
+    return part
 
 
 def with_salt(body: dict, salt: str | None) -> dict:

@@ -16,7 +16,8 @@ from __future__ import annotations
 import aiohttp
 
 from bench.errors import BenchError
-from bench.paths.base import PART_TYPES, PathContext, openai_messages, post_json, with_salt
+from bench.paths.base import (PART_TYPES, PathContext, media_url, openai_messages, post_json,
+                              with_salt)
 from bench.paths.media_urls import standins
 
 
@@ -79,9 +80,11 @@ class PartsPath(_GeneratePath):
         for msg in messages:
             for part in msg["content"]:
                 if part["type"] != "text":
-                    item = self.ctx.media[part["media"]]
-                    parts.append({"type": PART_TYPES[part["type"]],
-                                  "url": self.ctx.urls.url(item.path, item.mime)})
+                    flat = {"type": PART_TYPES[part["type"]],
+                            "url": media_url(part["media"], self.ctx)}
+                    if "uuid" in part:
+                        flat["uuid"] = part["uuid"]
+                    parts.append(flat)
         return self.url, self.generate_body(token_ids, max_tokens, salt, content_parts=parts)
 
 

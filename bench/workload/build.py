@@ -147,8 +147,13 @@ class _Builder:
         opener = f"[{s.case} {self.tag}]" if s.turn == 0 else f"[turn {s.turn}]"
         parts = [_text(f"{opener} Question: {self._words(spec.user_words)}")]
         if s.turn == 0 or spec.media_every_turn:
-            for modality, ms in spec.media.items():
-                count = int(self.g.integers(ms.per_request[0], ms.per_request[1] + 1))
+            media = spec.media
+            if spec.one_modality and media:
+                chosen = list(media)[int(self.g.integers(len(media)))]
+                media = {chosen: media[chosen]}
+            for modality, ms in media.items():
+                lo = max(ms.per_request[0], 1) if spec.one_modality else ms.per_request[0]
+                count = int(self.g.integers(lo, max(lo, ms.per_request[1]) + 1))
                 parts += [{"type": modality, "media": self.pool.pick(modality, self.g)}
                           for _ in range(count)]
         s.messages.append(_message("user", parts))

@@ -2,7 +2,8 @@
 
 Tables and keys (ranges are ``n`` or ``[min, max]``, drawn per item):
 
-- ``[workload]`` name (file stem), description, requests (required), seed, max_tokens
+- ``[workload]`` name (file stem), description, requests (required), seed, max_tokens,
+  one_modality (each new case draws media of ONE configured modality, at least one item)
 - ``[tenants]`` count, salt (``none``/``shared``/``tenant``, or one per tenant), weights
 - ``[text]`` system_scope (``case``/``tenant``/``global``: who shares the system prompt),
   system_words, user_words
@@ -69,6 +70,7 @@ class WorkloadSpec:
     requests: int
     seed: int
     max_tokens: int
+    one_modality: bool
     tenants: int
     salt_modes: tuple[str, ...]
     tenant_weights: tuple[float, ...]
@@ -223,6 +225,7 @@ def parse(doc: dict[str, Any], path: Path, sha256: str = "") -> WorkloadSpec:
     requests = wl.int("requests", _REQUIRED)
     seed = wl.int("seed", 0, minimum=0)
     max_tokens = wl.int("max_tokens", 8)
+    one_modality = wl.bool("one_modality", False)
     wl.done()
 
     ten = table("tenants")
@@ -275,7 +278,7 @@ def parse(doc: dict[str, Any], path: Path, sha256: str = "") -> WorkloadSpec:
         raise BenchError(f"{path}: [{sorted(top)[0]}]: unknown table")
     return WorkloadSpec(
         path=path, sha256=sha256, name=name, description=description, requests=requests,
-        seed=seed, max_tokens=max_tokens, tenants=count,
+        seed=seed, max_tokens=max_tokens, one_modality=one_modality, tenants=count,
         salt_modes=tuple(salt) if isinstance(salt, list) else (salt,) * count,
         tenant_weights=tuple(float(w) for w in weights), system_scope=system_scope,
         system_words=system_words, user_words=user_words, turns=turns,

@@ -8,9 +8,9 @@ import secrets
 import aiohttp
 import pytest
 
-from bench.client.stream import post_stream
+from bench.exchange import exchange
 from bench.expectations import full_hit_tokens
-from bench.paths.base import PathContext, is_token_event, usage_counts
+from bench.paths.base import PathContext
 from bench.paths.chat import ChatPath
 from bench.paths.media_urls import MediaUrls
 from bench.target import Target
@@ -28,11 +28,9 @@ async def _send_sequence(target: Target, workload: Workload, media_id: str,
     out = []
     async with aiohttp.ClientSession() as session:
         for salt in salts:
-            url, body = await ChatPath(ctx).build(session, messages, 2, salt)
-            result = await post_stream(session, url, body, is_token_event=is_token_event,
-                                       timeout_s=300)
-            assert result.ok, result.error
-            out.append(usage_counts(result.usage))
+            result = await exchange(session, ChatPath(ctx), messages, 2, salt, 300)
+            assert result["ok"], result["error"]
+            out.append(result)
     return out
 
 

@@ -1,0 +1,26 @@
+"""One request on one path: build it, stream it, and measure it."""
+
+from __future__ import annotations
+
+import aiohttp
+
+from bench.client.stream import post_stream
+from bench.paths.base import is_token_event, usage_counts
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds * 1e3, 3)
+
+
+async def exchange(session: aiohttp.ClientSession, path, messages: list[dict],
+                   max_tokens: int, salt: str | None, timeout_s: float) -> dict:
+    """The measured outcome of one request; failures (build or stream) are not raised."""
+    try:
+        url, body = await path.build(session, messages, max_tokens, salt)
+    except Exception as exc:  # noqa: BLE001 - a request that cannot be built is a failure
+        return {"ok": False, "status": None, "error": f"build: {type(exc).__name__}: {exc}"[:500]}
+    result = await post_stream(session, url, body, timeout_s=timeout_s,
+                               is_token_event=is_token_event)
+    return {"ok": result.ok, "status": result.status, "error": result.error,
+            **usage_counts(result.usage), "ttft_ms": _ms(result.ttft_s),
+            "e2el_ms": _ms(result.e2el_s), "itl_ms": [round(x * 1e3, 3) for x in result.itl_s]}
