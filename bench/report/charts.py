@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Callable
 
 import numpy as np
-from matplotlib.figure import Figure
+from matplotlib.figure import SubFigure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
@@ -68,7 +68,7 @@ def _bars(ax, categories: list[str], series: list[tuple[str, list]], spec: str) 
     return handles
 
 
-def hit_rates(runs: list[Run]) -> Figure:
+def hit_rates(runs: list[Run]) -> SubFigure:
     """(1) Prefix-cache hit rate by path, one panel per salt mode, requests vs counters."""
     paths, modes = _paths(runs), _salt_modes(runs)
     fig, axes = figure("Prefix-cache hit rate by request path and salt mode", runs,
@@ -87,7 +87,7 @@ def hit_rates(runs: list[Run]) -> Figure:
     return fig
 
 
-def ttft_cdf(runs: list[Run]) -> Figure:
+def ttft_cdf(runs: list[Run]) -> SubFigure:
     """(2) Empirical CDF of TTFT per path: cache hits versus misses."""
     paths = _paths(runs)
     ncols = min(len(paths), 2)
@@ -122,12 +122,12 @@ def ttft_cdf(runs: list[Run]) -> Figure:
     return fig
 
 
-def ttft_groups(runs: list[Run]) -> Figure:
+def ttft_groups(runs: list[Run]) -> SubFigure:
     """(3) TTFT per path × modality × salt mode: median, whiskers p10–p90."""
     cats = _ordered((r["path"], r["modality"]) for run in runs for r in run.records)
     series = [(run, mode) for run in runs for mode in _salt_modes(runs)]
     fig, (ax,) = figure("TTFT by request path, modality and salt mode "
-                        "(marker: median; whiskers: p10–p90)", runs, size=(11, 5))
+                        "(marker: median; whiskers: p10–p90; n per salt mode)", runs, size=(11, 5))
     offsets, _ = _dodge(len(series), 0.6)
     handles = []
     for i, ((run, mode), off) in enumerate(zip(series, offsets)):
@@ -139,7 +139,9 @@ def ttft_groups(runs: list[Run]) -> Figure:
                                    fmt=st["marker"], color=st["color"], capsize=3,
                                    markersize=6, linewidth=1.2,
                                    label=series_label(runs, run, f"salt mode: {mode}")))
-    ax.set_xticks(np.arange(len(cats)), [f"{wrap(p)}\n({m})" for p, m in cats])
+    n = [max(len(_ttfts(run, path=p, modality=m, salt_mode=mode)) for run, mode in series)
+         for p, m in cats]
+    ax.set_xticks(np.arange(len(cats)), [f"{wrap(p)}\n({m}, n={k})" for (p, m), k in zip(cats, n)])
     ax.set_xlabel("request path / modality")
     ax.set_ylabel("TTFT (ms)")
     ax.set_ylim(bottom=0)
@@ -147,7 +149,7 @@ def ttft_groups(runs: list[Run]) -> Figure:
     return fig
 
 
-def throughput(runs: list[Run]) -> Figure:
+def throughput(runs: list[Run]) -> SubFigure:
     """(4) Request and total-token throughput per path and salt mode."""
     paths, modes = _paths(runs), _salt_modes(runs)
     fig, axes = figure("Throughput by request path and salt mode (measure phase)", runs,
@@ -170,13 +172,13 @@ def _isolated(runs: list[Run]) -> list[Run]:
     return [run for run in runs if run.isolation]
 
 
-def isolation_heatmap(runs: list[Run]) -> Figure | None:
+def isolation_heatmap(runs: list[Run]) -> SubFigure | None:
     """(5) Isolation verdict per path × modality, annotated with leaked tokens."""
     iso_runs = _isolated(runs)
     if not iso_runs:
         return None
     fig, axes = figure("Cache isolation verdict by request path and modality", iso_runs,
-                       ncols=len(iso_runs), size=(4.5 * len(iso_runs) + 2, 4.5))
+                       ncols=len(iso_runs), size=(max(8.0, 4.5 * len(iso_runs) + 2), 4.5))
     for ax, run in zip(axes, iso_runs):
         cells = run.isolation["cells"]
         paths = _ordered(c["path"] for c in cells)
@@ -187,7 +189,7 @@ def isolation_heatmap(runs: list[Run]) -> Figure | None:
             ax.add_patch(Rectangle((x - 0.5, y - 0.5), 1, 1, facecolor=colour, hatch=hatch,
                                    edgecolor="white", linewidth=2))
             ink = "black" if c["verdict"] in ("ISOLATED", "UNDER-HIT") else "white"
-            ax.text(x, y, f"{c['verdict']}\nleaked {c.get('leaked_tokens') or 0} tok",
+            ax.text(x, y, f"{c['verdict']}\nleaked: {c.get('leaked_tokens') or 0} tokens",
                     ha="center", va="center", fontsize=8, color=ink, fontweight="bold",
                     bbox={"facecolor": colour, "edgecolor": "none", "pad": 1.5})
         ax.set_xlim(-0.5, len(mods) - 0.5)
@@ -204,7 +206,7 @@ def isolation_heatmap(runs: list[Run]) -> Figure | None:
     return fig
 
 
-def side_channel(runs: list[Run]) -> Figure | None:
+def side_channel(runs: list[Run]) -> SubFigure | None:
     """(6) Forest plot of side-channel AUCs with confidence intervals."""
     iso_runs = [run for run in _isolated(runs) if run.isolation.get("side_channel")]
     if not iso_runs:
@@ -213,21 +215,23 @@ def side_channel(runs: list[Run]) -> Figure | None:
     kinds = _ordered(s["kind"] for _, s in rows)
     fig, (ax,) = figure("Timing side channel: can TTFT tell the two groups apart? "
                         "(AUC with confidence interval)", iso_runs,
-                        size=(10, 1.6 + 0.32 * len(rows)))
+                        size=(10, 2.2 + 0.35 * len(rows)))
     ax.axvline(0.5, color="black", linestyle="--", linewidth=1)
     for y, (run, s) in enumerate(rows):
         st = series_style(kinds.index(s["kind"]))
         ax.errorbar(s["auc"], y, xerr=[[s["auc"] - s["ci_low"]], [s["ci_high"] - s["auc"]]],
                     fmt=st["marker"], color=st["color"], capsize=3, markersize=7,
                     markerfacecolor=st["color"] if s.get("distinguishable") else "white")
-    labels = [series_label(iso_runs, run, f"{s['path']} · {s['modality']} "
-                                          f"(n {s.get('n_a', '?')}/{s.get('n_b', '?')})")
+        ax.text(1.02, y, f"{s['auc']:.3f} [{s['ci_low']:.3f}, {s['ci_high']:.3f}]  "
+                         f"n {s.get('n_a', '?')}/{s.get('n_b', '?')}",
+                transform=ax.get_yaxis_transform(), va="center", fontsize=8)
+    labels = [series_label(iso_runs, run, f"{s['path']} · {s['modality']} · {s['kind']}")
               for run, s in rows]
     ax.set_yticks(range(len(rows)), labels)
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlim(0, 1)
     ax.set_xlabel("AUC of TTFT between the two groups (0.5 = indistinguishable)")
-    ax.set_ylabel("request path · modality (samples a/b)")
+    ax.set_ylabel("path · modality · comparison")
     handles = [Line2D([], [], linestyle="", marker=series_style(i)["marker"],
                       color=series_style(i)["color"], label=k) for i, k in enumerate(kinds)]
     handles += [Line2D([], [], linestyle="", marker="o", color="grey", label="distinguishable"),
@@ -239,7 +243,7 @@ def side_channel(runs: list[Run]) -> Figure | None:
 
 
 #: Chart file name -> (function, caption), in report order.
-CHARTS: dict[str, tuple[Callable[[list[Run]], Figure | None], str]] = {
+CHARTS: dict[str, tuple[Callable[[list[Run]], SubFigure | None], str]] = {
     "hit-rate": (hit_rates, "Prefix-cache hit rate by path and salt mode"),
     "ttft-cdf": (ttft_cdf, "TTFT distribution, hits vs misses"),
     "ttft-groups": (ttft_groups, "TTFT by path, modality and salt mode"),

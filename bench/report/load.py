@@ -39,7 +39,8 @@ class Run:
             "block size": str(target.get("block_size", "?")),
             "machine": f"{machine.get('cpu', '?')} ×{machine.get('cpu_count', '?')}",
             "date": str(m.get("date", "?")),
-            "workload": f"{spec.get('name', '?')} (sha256 {str(spec.get('sha256', '?'))[:12]})",
+            "workload": str(spec.get("name", "?")),
+            "spec sha256": str(spec.get("sha256", "?")),
             "seed": str(workload.get("seed", "?")),
         }
 

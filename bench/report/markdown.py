@@ -76,10 +76,10 @@ def unmet_table(run: Run) -> Table:
 
 
 def verdict_table(iso: dict) -> Table:
-    rows = [[c["path"], c["modality"], c["verdict"], str(c.get("leaked_tokens") or 0),
-             c.get("reason") or ""] for c in iso["cells"]]
-    return Table("Isolation verdicts", ["path", "modality", "verdict", "leaked tokens",
-                                        "reason"], rows, keys=3)
+    rows = [[c["path"], c["modality"], c["verdict"], c.get("reason") or "",
+             str(c.get("leaked_tokens") or 0)] for c in iso["cells"]]
+    return Table("Isolation verdicts", ["path", "modality", "verdict", "reason",
+                                        "leaked tokens"], rows, keys=4)
 
 
 def side_channel_table(iso: dict) -> Table:
@@ -92,12 +92,11 @@ def side_channel_table(iso: dict) -> Table:
 
 
 def uuid_table(iso: dict) -> Table:
-    rows = [[u["path"], str(u.get("same_salt_cached_tokens")),
-             str(u.get("cross_salt_cached_tokens")), str(u.get("mm_cache_hits")),
-             u.get("finding") or ""] for u in iso.get("uuid_probe", [])]
-    return Table("Media UUID probe", ["path", "same-salt cached tokens",
-                                      "cross-salt cached tokens", "mm cache hits", "finding"],
-                 rows)
+    rows = [[u["path"], u.get("finding") or "", str(u.get("same_salt_cached_tokens")),
+             str(u.get("cross_salt_cached_tokens")), str(u.get("mm_cache_hits"))]
+            for u in iso.get("uuid_probe", [])]
+    return Table("Media UUID probe", ["path", "finding", "same-salt cached tokens",
+                                      "cross-salt cached tokens", "mm cache hits"], rows, keys=2)
 
 
 def meta_line(run: Run) -> str:

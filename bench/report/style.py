@@ -11,7 +11,7 @@ matplotlib.use("Agg")  # headless, before pyplot is imported anywhere
 import matplotlib.pyplot as plt  # noqa: E402
 
 if TYPE_CHECKING:
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure, SubFigure
 
     from bench.report.load import Run
 
@@ -21,7 +21,7 @@ PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F
 HATCHES = ("", "///", "...", "xxx", "\\\\\\", "ooo", "---", "+++")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 LINESTYLES = ("-", "--", ":", "-.")
-FOOTER_KEYS = ("run id", "vLLM", "model", "block size", "machine", "date")
+FOOTER_LINES = (("run id", "vLLM", "model", "block size"), ("machine", "date", "workload"))
 
 plt.rcParams.update({
     "font.size": 9, "axes.titlesize": 10, "figure.titlesize": 12, "legend.fontsize": 8,
@@ -59,28 +59,32 @@ def series_label(runs: list[Run], run: Run, name: str) -> str:
 
 
 def footer_text(runs: list[Run]) -> str:
-    return "\n".join("  ·  ".join(f"{k} {run.meta()[k]}" for k in FOOTER_KEYS) for run in runs)
+    """Two lines of identifying metadata per run (labelled when there are several runs)."""
+    lines = []
+    for run in runs:
+        meta = run.meta()
+        lines += [series_label(runs, run, "  ·  ".join(f"{k} {meta[k]}" for k in keys))
+                  for keys in FOOTER_LINES]
+    return "\n".join(lines)
 
 
 def figure(title: str, runs: list[Run], ncols: int = 1, nrows: int = 1,
-           size: tuple[float, float] = (10, 5), **subplot_kw) -> tuple[Figure, list]:
-    """A titled figure with a metadata footer; its axes as a flat list."""
-    lines = len(runs)
-    footer_in = 0.2 + 0.16 * lines
-    fig = plt.figure(figsize=(size[0], size[1] + footer_in), layout="constrained")
-    frac = footer_in / (size[1] + footer_in)
-    fig.get_layout_engine().set(rect=(0, frac, 1, 1 - frac))
+           size: tuple[float, float] = (10, 5), **subplot_kw) -> tuple[SubFigure, list]:
+    """A titled (sub)figure above a metadata footer; its axes as a flat list."""
+    footer_in = 0.15 + 0.14 * len(FOOTER_LINES) * len(runs)
+    root = plt.figure(figsize=(size[0], size[1] + footer_in), layout="constrained")
+    fig, foot = root.subfigures(2, 1, height_ratios=(size[1], footer_in))
     fig.suptitle(title, fontweight="bold")
-    fig.text(0.01, 0.01, footer_text(runs), fontsize=6.5, color="#444444", va="bottom",
-             ha="left", wrap=True)
+    foot.text(0.01, 0.5, footer_text(runs), fontsize=6.5, color="#444444", va="center")
     axes = fig.subplots(nrows, ncols, squeeze=False, **subplot_kw)
     return fig, list(axes.flat)
 
 
-def legend(fig: Figure, handles: list, ncol: int | None = None) -> None:
+def legend(fig: SubFigure, handles: list, ncol: int | None = None) -> None:
     """One legend for the figure, below the axes, above the footer."""
+    rows = -(-len(handles) // 4)  # fill whole columns: each run's series stay together
     fig.legend(handles=handles, loc="outside lower center",
-               ncol=ncol or min(len(handles), 4), frameon=False)
+               ncol=ncol or -(-len(handles) // rows), frameon=False)
 
 
 def wrap(category: str) -> str:
@@ -88,8 +92,9 @@ def wrap(category: str) -> str:
     return category.replace("-", "-\n", 1)
 
 
-def save(fig: Figure, out_dir: Path, name: str) -> list[Path]:
+def save(fig: Figure | SubFigure, out_dir: Path, name: str) -> list[Path]:
     """Write ``name``.png and ``name``.svg into ``out_dir``; close the figure."""
+    fig = fig.figure  # the root figure of a subfigure
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = [out_dir / f"{name}.png", out_dir / f"{name}.svg"]
     fig.savefig(paths[0], dpi=150, metadata={"Software": None})
