@@ -75,6 +75,8 @@ def load_run(arg: Path, label: str | None = None) -> Run:
     for key in ("run_id", "passes", "groups"):
         if key not in results:
             raise BenchError(f"{path}: missing {key!r}")
+    if not results["passes"]:
+        raise BenchError(f"{path}: no passes recorded; nothing to report")
     records_file = path.parent / "records.jsonl"
     if not records_file.exists():
         raise BenchError(f"{records_file}: missing (it sits next to {path.name})")

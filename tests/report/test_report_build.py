@@ -96,3 +96,10 @@ def test_bad_isolation_names_the_file(isolated_run, tmp_path):
 def test_label_count_must_match(fixture_run, tmp_path):
     with pytest.raises(BenchError, match="labels"):
         build_report([fixture_run], tmp_path / "rep", labels=["a", "b"])
+
+
+def test_run_without_passes_is_refused(isolated_run, tmp_path):
+    results = json.loads((isolated_run / "results.json").read_text())
+    (isolated_run / "results.json").write_text(json.dumps({**results, "passes": []}))
+    with pytest.raises(BenchError, match="results.json: no passes"):
+        build_report([isolated_run], tmp_path / "rep")
