@@ -20,6 +20,7 @@ COMMANDS = {
     "generate": "Generate a workload (manifest + media) from a spec file",
     "inspect": "Summarise a workload manifest",
     "run": "Run a workload through request paths and salt modes",
+    "isolation": "Judge cache_salt isolation per path and modality (exit 1 on a leak)",
     "report": "Build charts, an HTML page and a Markdown summary from results",
 }
 

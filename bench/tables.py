@@ -51,3 +51,41 @@ def print_summary(results: dict, records: list[dict], console: Console) -> None:
         console.print(f"  unmet: {miss}")
     for mm in results["prompt_token_mismatches"][:10]:
         console.print(f"[yellow]prompt token counts differ between paths: {mm}[/]")
+
+
+VERDICT_STYLE = {"ISOLATED": "green", "LEAK": "bold red", "UNDER-HIT": "yellow", "ERROR": "magenta"}
+
+
+def verdict_table(isolation: dict) -> Table:
+    """Path x modality verdicts, with leaked tokens and the reason where not isolated."""
+    table = Table(title="cache_salt isolation verdicts")
+    for col in ("path", "modality", "verdict", "leaked tokens", "counters agree", "reason"):
+        table.add_column(col)
+    for c in isolation["cells"]:
+        style = VERDICT_STYLE[c["verdict"]]
+        table.add_row(c["path"], c["modality"], f"[{style}]{c['verdict']}[/]",
+                      str(c["leaked_tokens"]), "yes" if c["counters"]["agree"] else "[red]NO[/]",
+                      c["reason"] or "")
+    return table
+
+
+def side_channel_table(isolation: dict) -> Table:
+    table = Table(title="Timing side channels (AUC = P(slower group is slower), 95% CI)")
+    for col in ("path", "modality", "comparison", "AUC", "95% CI", "median ms (a / b)",
+                "distinguishable"):
+        table.add_column(col)
+    for s in isolation["side_channel"]:
+        medians = (f"{s['median_a_ms']:.1f} / {s['median_b_ms']:.1f}"
+                   if s.get("median_a_ms") is not None else "–")
+        table.add_row(s["path"], s["modality"], s["kind"], _fmt(s["auc"], ".2f"),
+                      f"[{_fmt(s['ci_low'], '.2f')}, {_fmt(s['ci_high'], '.2f')}]", medians,
+                      {True: "yes", False: "no", None: "–"}[s["distinguishable"]])
+    return table
+
+
+def print_isolation(isolation: dict, console: Console) -> None:
+    console.print(verdict_table(isolation))
+    for probe in isolation["uuid_probe"]:
+        console.print(f"uuid probe ({probe['path']}): {probe['finding']}")
+    if isolation["side_channel"]:
+        console.print(side_channel_table(isolation))

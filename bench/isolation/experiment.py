@@ -1,0 +1,133 @@
+"""The whole isolation run: verdict cells, uuid probe, side channels -> isolation.json."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import aiohttp
+
+from bench import SCHEMA_VERSION
+from bench.exchange import exchange
+from bench.isolation.cells import ERROR, LEAK, UNDER_HIT, run_cell
+from bench.isolation.probe import prompt
+from bench.isolation.probe_media import probe_media
+from bench.isolation.side_channel import measure
+from bench.isolation.uuid_probe import run_uuid_probe
+from bench.paths import PATHS, make_paths
+from bench.paths.base import PathContext
+from bench.paths.media_urls import MediaUrls
+from bench.results import write_results
+from bench.target import Target
+
+MODALITIES = ("text", "image", "audio", "video")
+TEXT_ONLY_PATHS = ("generate-tokens",)
+UUID_PATHS = ("chat", "generate-parts")
+SIDE_CHANNEL_PATHS = ("chat", "generate-parts", "generate-features")
+
+
+@dataclass
+class IsolationOptions:
+    paths: list[str] = field(default_factory=lambda: list(PATHS))
+    modalities: list[str] = field(default_factory=lambda: list(MODALITIES))
+    samples: int = 12  # side-channel samples per group; 0 skips the side channel
+    uuid_probe: bool = True
+    timeout_s: float = 600.0
+    #: Test-only: paths whose builder drops the salt (proves that a leak is caught).
+    drop_salt_on: tuple[str, ...] = ()
+
+
+def cells_of(opts: IsolationOptions) -> list[tuple[str, str]]:
+    """(path, modality) cells: token-only paths carry text prompts only."""
+    return [(p, m) for p in opts.paths for m in opts.modalities
+            if m == "text" or p not in TEXT_ONLY_PATHS]
+
+
+def exit_code(cells: list[dict]) -> int:
+    """0: all isolated; 1: a leak or an under-hit; 2: could not run."""
+    verdicts = {c["verdict"] for c in cells}
+    if verdicts & {LEAK, UNDER_HIT}:
+        return 1
+    return 2 if ERROR in verdicts or not cells else 0
+
+
+class _Media:
+    """Fresh probe media, registered in the context's media index as they are made."""
+
+    def __init__(self, ctx: PathContext, run_tag: str) -> None:
+        self.ctx, self.run_tag, self.count = ctx, run_tag, 0
+
+    def fresh(self, modality: str, purpose: str) -> str:
+        item = probe_media(modality, f"{self.run_tag}-{purpose}", self.count)
+        self.count += 1
+        self.ctx.media[item.id] = item
+        return item.id
+
+
+async def run_isolation(target: Target, opts: IsolationOptions, run_id: str,
+                        out_path: Path, metadata: dict, progress=None) -> dict:
+    """Run everything; ``isolation.json`` is rewritten after each cell (partial results)."""
+    ctx = PathContext(target.base_url, target.model, {}, MediaUrls("data"),
+                      timeout_s=opts.timeout_s)
+    media = _Media(ctx, run_id[-6:])
+    paths = {p.name: p for p in make_paths(opts.paths, ctx, opts.drop_salt_on)}
+    result = {"schema_version": SCHEMA_VERSION, "kind": "saltbench-isolation", "run_id": run_id,
+              "metadata": {**metadata, "isolation_options": {**opts.__dict__}},
+              "cells": [], "uuid_probe": [], "side_channel": [], "duration_s": None,
+              "complete": False}
+    start = time.monotonic()
+
+    def save() -> None:
+        result["duration_s"] = round(time.monotonic() - start, 1)
+        write_results(out_path, result)
+
+    def tick() -> None:
+        save()
+        if progress is not None:
+            progress.advance(progress.task_ids[0])
+
+    async with aiohttp.ClientSession() as session:
+        for name, modality in cells_of(opts):
+            media_id = None if modality == "text" else media.fresh(modality, "cell")
+            await _warm(session, paths[name], modality, media, opts.timeout_s)
+            result["cells"].append(await run_cell(session, target.base_url, paths[name],
+                                                  modality, media_id, target.block_size,
+                                                  opts.timeout_s))
+            tick()
+        if opts.uuid_probe and "image" in opts.modalities:
+            for name in (p for p in UUID_PATHS if p in paths):
+                result["uuid_probe"].append(await run_uuid_probe(
+                    session, target.base_url, paths[name], media.fresh("image", "uuid-x"),
+                    media.fresh("image", "uuid-y"), target.block_size, opts.timeout_s))
+                tick()
+        if opts.samples:
+            for name in (p for p in SIDE_CHANNEL_PATHS if p in paths):
+                for modality in (m for m in opts.modalities if m != "text"):
+                    ids = [media.fresh(modality, "side") for _ in range(3 * opts.samples)]
+                    result["side_channel"] += await measure(session, paths[name], modality,
+                                                            ids, opts.samples, opts.timeout_s)
+                    tick()
+    result["complete"] = True
+    save()
+    return result
+
+
+async def _warm(session: aiohttp.ClientSession, path, modality: str, media: _Media,
+                timeout_s: float) -> None:
+    """Two untimed, unjudged requests so that compilation does not land in a cell."""
+    for _ in range(2):
+        media_id = None if modality == "text" else media.fresh(modality, "warm")
+        await exchange(session, path, prompt(modality, media_id), 2, None, timeout_s)
+
+
+def total_steps(opts: IsolationOptions) -> int:
+    """How many progress ticks ``run_isolation`` makes."""
+    n = len(cells_of(opts))
+    if opts.uuid_probe and "image" in opts.modalities:
+        n += len([p for p in UUID_PATHS if p in opts.paths])
+    if opts.samples:
+        n += len([p for p in SIDE_CHANNEL_PATHS if p in opts.paths]) * len(
+            [m for m in opts.modalities if m != "text"])
+    return n
+

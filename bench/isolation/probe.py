@@ -1,0 +1,25 @@
+"""Probe prompts: a fresh nonce first, then text, then at most one media item."""
+
+from __future__ import annotations
+
+import secrets
+
+#: Enough text that a text-only prompt spans several KV blocks on its own.
+FILLER = ("Cache isolation probe. Each tenant's prefix blocks must stay its own; "
+          "a salted request never reuses blocks cached under another salt. ") * 2
+
+
+def nonce() -> str:
+    return secrets.token_hex(4)
+
+
+def prompt(modality: str, media_id: str | None = None, uuid: str | None = None,
+           tag: str | None = None) -> list[dict]:
+    """One user message; ``tag`` (default: a fresh nonce) leads, inside the first block."""
+    parts: list[dict] = [{"type": "text", "text": f"[{tag or nonce()}] {FILLER}"}]
+    if modality != "text":
+        part = {"type": modality, "media": media_id}
+        if uuid is not None:
+            part["uuid"] = uuid
+        parts.append(part)
+    return [{"role": "user", "content": parts}]
