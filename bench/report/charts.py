@@ -18,8 +18,17 @@ VERDICTS = {  # verdict: (colour, hatch); ink on ISOLATED/UNDER-HIT is dark, on 
 }
 
 
+#: Modalities in a fixed reading order (anything else after them, as first seen).
+_MODALITY_ORDER = {m: i for i, m in enumerate(("text", "image", "audio", "video", "mixed"))}
+
+
 def _ordered(items) -> list:
     return list(dict.fromkeys(items))
+
+
+def _by_modality(cats: list, key=lambda c: c) -> list:
+    """Stable sort that puts modalities in reading order, keeping the other order."""
+    return sorted(cats, key=lambda c: _MODALITY_ORDER.get(key(c), len(_MODALITY_ORDER)))
 
 
 def _paths(runs: list[Run]) -> list[str]:
@@ -125,6 +134,8 @@ def ttft_cdf(runs: list[Run]) -> SubFigure:
 def ttft_groups(runs: list[Run]) -> SubFigure:
     """(3) TTFT per path × modality × salt mode: median, whiskers p10–p90."""
     cats = _ordered((r["path"], r["modality"]) for run in runs for r in run.records)
+    paths = _ordered(p for p, _ in cats)
+    cats = sorted(_by_modality(cats, key=lambda c: c[1]), key=lambda c: paths.index(c[0]))
     series = [(run, mode) for run in runs for mode in _salt_modes(runs)]
     fig, (ax,) = figure("TTFT by request path, modality and salt mode "
                         "(marker: median; whiskers: p10–p90; n per salt mode)", runs, size=(11, 5))
@@ -182,7 +193,7 @@ def isolation_heatmap(runs: list[Run]) -> SubFigure | None:
     for ax, run in zip(axes, iso_runs):
         cells = run.isolation["cells"]
         paths = _ordered(c["path"] for c in cells)
-        mods = _ordered(c["modality"] for c in cells)
+        mods = _by_modality(_ordered(c["modality"] for c in cells))
         for c in cells:
             colour, hatch = VERDICTS.get(c["verdict"], ("#FFFFFF", ""))
             x, y = mods.index(c["modality"]), paths.index(c["path"])
@@ -229,7 +240,7 @@ def side_channel(runs: list[Run]) -> SubFigure | None:
               for run, s in rows]
     ax.set_yticks(range(len(rows)), labels)
     ax.set_ylim(len(rows) - 0.5, -0.5)
-    ax.set_xlim(0, 1)
+    ax.set_xlim(-0.02, 1.02)  # room for markers at 0 and 1
     ax.set_xlabel("AUC of TTFT between the two groups (0.5 = indistinguishable)")
     ax.set_ylabel("path · modality · comparison")
     handles = [Line2D([], [], linestyle="", marker=series_style(i)["marker"],

@@ -1,0 +1,17 @@
+# Two entry points (see README): `make demo` and `make test`. Both create .venv on first use.
+PYTHON ?= python3
+VENV := .venv
+ARGS ?=
+PYTEST_ARGS ?=
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[test]'
+	touch $@
+
+.PHONY: demo test
+demo: $(VENV)/.installed
+	$(VENV)/bin/python run_bench.py demo $(ARGS)
+
+test: $(VENV)/.installed
+	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
