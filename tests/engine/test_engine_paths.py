@@ -80,3 +80,19 @@ def test_request_and_counter_hit_rates_agree(run: tuple) -> None:
 def test_multimodal_paths_see_the_same_prompt_token_count(run: tuple) -> None:
     _, results, _ = run
     assert results["prompt_token_mismatches"] == []
+
+
+def test_file_urls_reach_the_managed_server(target: Target, tmp_path: Path) -> None:
+    """``--media-url file``: media under the server's allowed path, sent as file:// URLs."""
+    if target.media_dir is None:
+        pytest.skip("an external server: its allowed media path is unknown")
+    from bench.workload import generate, load_workload
+
+    workload = load_workload(generate("smoke"))  # the default cache dir, under media_dir
+    opts = RunOptions(paths=["chat", "generate-parts"], salt_modes=["salted"], warmup=0,
+                      media_url="file", prime=True)
+    results = run_benchmark(target, workload, opts, tmp_path, new_run_id("file"),
+                            Console(stderr=True))
+    records = read_records(tmp_path / "records.jsonl")
+    assert records and all(r["ok"] for r in records), [r["error"] for r in records]
+    assert results["expectations"]["unmet"] == []

@@ -1,4 +1,5 @@
 import json
+import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -28,8 +29,7 @@ def check_charts(report: Path, names: tuple[str, ...]) -> None:
 def test_report_from_real_run(fixture_run, tmp_path):
     results = json.loads((fixture_run / "results.json").read_text())
     report = build_report([fixture_run], tmp_path / "rep")
-    check_charts(report, BASE_CHARTS)
-    assert not (report / "charts" / "isolation.png").exists()
+    check_charts(report, BASE_CHARTS + ISOLATION_CHARTS)  # the fixture has a real isolation.json
     html = (report / "index.html").read_text()
     for title in ("Metadata", "Per pass (measure phase)", "Per path, modality and salt mode"):
         assert f"<h3>{title}" in html
@@ -42,6 +42,20 @@ def test_report_from_real_run(fixture_run, tmp_path):
     assert "| path | salt mode |" in md
     for p in results["passes"]:
         assert f"| {p['path']} | {p['salt_mode']} | {p['completed']}/{p['failed']} |" in md
+    iso = json.loads((fixture_run / "isolation.json").read_text())
+    assert "<h3>Isolation verdicts" in html
+    for cell in iso["cells"]:
+        assert f"| {cell['path']} | {cell['modality']} | {cell['verdict']} |" in md
+
+
+def test_report_without_isolation(fixture_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(fixture_run, run)
+    (run / "isolation.json").unlink()
+    report = build_report([run], tmp_path / "rep")
+    check_charts(report, BASE_CHARTS)
+    assert not (report / "charts" / "isolation.png").exists()
+    html, md = (report / "index.html").read_text(), (report / "summary.md").read_text()
     assert "Isolation verdicts" not in html and "verdict" not in md
 
 
