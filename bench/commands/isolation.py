@@ -13,18 +13,18 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
 from bench.benchmark import REPORTS, new_run_id
+from bench.commands.run import csv_choices
 from bench.isolation.experiment import (MODALITIES, IsolationOptions, exit_code, run_isolation,
                                         total_steps)
 from bench.metadata import base_metadata
 from bench.paths import PATHS
 from bench.tables import print_isolation, report_console
 from bench.target import Target, add_target_arguments, open_target
-from bench.commands.run import _csv
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--paths", type=_csv(list(PATHS)), default=list(PATHS))
-    parser.add_argument("--modalities", type=_csv(MODALITIES), default=list(MODALITIES))
+    parser.add_argument("--paths", type=csv_choices(list(PATHS)), default=list(PATHS))
+    parser.add_argument("--modalities", type=csv_choices(MODALITIES), default=list(MODALITIES))
     parser.add_argument("--samples", type=int, default=12,
                         help="side-channel samples per group (0: skip the side channel)")
     parser.add_argument("--no-uuid-probe", dest="uuid_probe", action="store_false")

@@ -18,7 +18,8 @@ from bench.target import add_target_arguments, open_target
 from bench.workload import generate, load_workload
 
 
-def _csv(choices: tuple | list):
+def csv_choices(choices: tuple | list):
+    """An argparse type: a comma-separated, non-empty list of ``choices``."""
     def parse(text: str) -> list[str]:
         items = [x.strip() for x in text.split(",") if x.strip()]
         bad = [x for x in items if x not in choices]
@@ -32,9 +33,9 @@ def _csv(choices: tuple | list):
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """Load and path options shared by ``run`` and ``demo``."""
     g = parser.add_argument_group("load")
-    g.add_argument("--paths", type=_csv(list(PATHS)), default=list(PATHS),
+    g.add_argument("--paths", type=csv_choices(list(PATHS)), default=list(PATHS),
                    help=f"comma-separated request paths (default: all: {','.join(PATHS)})")
-    g.add_argument("--salt-modes", type=_csv(SALT_MODES), default=list(SALT_MODES),
+    g.add_argument("--salt-modes", type=csv_choices(SALT_MODES), default=list(SALT_MODES),
                    help="none: no cache_salt; salted: the workload's salt per request "
                         "(default: both)")
     g.add_argument("--rate", type=float, default=math.inf,
