@@ -13,12 +13,12 @@ from dataclasses import asdict
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
 from bench.metadata import base_metadata
+from bench.progress import progress_bar
 from bench.records import read_records
 from bench.results import build_results, write_results
-from bench.runner import RunOptions, Runner, select_requests
+from bench.runner import RunOptions, Runner
 from bench.target import Target
 from bench.workload import Workload
 
@@ -43,13 +43,10 @@ def run_benchmark(target: Target, workload: Workload, opts: RunOptions, out_dir:
     out_dir.mkdir(parents=True, exist_ok=True)
     records_path = out_dir / "records.jsonl"
     metadata = run_metadata(target, workload, opts)
-    n = len(select_requests(workload, opts.limit))
+    n = workload.metadata["counts"]["requests"]
     per_pass = n + opts.warmup + (n if opts.prime else 0)
     total = per_pass * len(opts.paths) * len(opts.salt_modes)
-    with Progress("[progress.description]{task.description}", BarColumn(),
-                  MofNCompleteColumn(), TimeElapsedColumn(), console=console,
-                  disable=not console.is_terminal) as progress:
-        progress.add_task("requests", total=total)
+    with progress_bar(console, "requests", total) as progress:
         runner = Runner(target, workload, opts, records_path, run_id, progress)
         interrupted = True
         try:

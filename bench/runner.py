@@ -48,7 +48,6 @@ class RunOptions:
     media_url: str = "data"
     audio_part: str = "audio_url"
     seed: int = 0
-    limit: int | None = None
     #: Test-only: paths whose builder drops the salt (proves that a leak is caught).
     drop_salt_on: tuple[str, ...] = ()
 
@@ -63,12 +62,6 @@ class PassInfo:
     tag: str
     duration_s: float = 0.0
     counters: dict = field(default_factory=dict)
-
-
-def select_requests(workload: Workload, limit: int | None) -> list[dict]:
-    """The workload's requests in order, the first ``limit`` of them if given."""
-    reqs = list(workload.requests())
-    return reqs[:limit] if limit else reqs
 
 
 class Runner:
@@ -93,7 +86,7 @@ class Runner:
                           MediaUrls(self.opts.media_url, self.target.media_dir),
                           self.opts.audio_part, self.opts.timeout_s)
         paths = make_paths(self.opts.paths, ctx, self.opts.drop_salt_on)
-        reqs = select_requests(self.workload, self.opts.limit)
+        reqs = list(self.workload.requests())
         connector = aiohttp.TCPConnector(limit=0, force_close=False)
         with RecordWriter(self.records_path) as writer:
             async with aiohttp.ClientSession(connector=connector) as session:

@@ -22,7 +22,7 @@ from rich.console import Console
 from bench.cachedirs import cache_dir
 from bench.engine.model import PRESETS, build_model
 from bench.engine.provision import EngineEnv, open_env, provision
-from bench.engine.server import ManagedServer, ServerConfig
+from bench.engine.server import ManagedServer, ServerConfig, check_port_free
 from bench.engine.spec import default_engine_spec, engine_spec_arg
 from bench.errors import BenchError
 
@@ -131,6 +131,8 @@ def open_target(args: argparse.Namespace, console: Console | None = None) -> Ite
     if args.server_url:
         yield _external(args.server_url, args.block_size, console)
         return
+    if args.port is not None:
+        check_port_free(args.port)  # before minutes of provisioning, not after
     env = _engine_env(args, console)
     if args.model:
         model_path, served, load_format, model_meta = args.model, Path(args.model).name, None, {

@@ -10,7 +10,6 @@ import asyncio
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
 from bench.benchmark import REPORTS, new_run_id
 from bench.commands.run import csv_choices
@@ -18,6 +17,7 @@ from bench.isolation.experiment import (MODALITIES, IsolationOptions, exit_code,
                                         total_steps)
 from bench.metadata import base_metadata
 from bench.paths import PATHS
+from bench.progress import progress_bar
 from bench.tables import print_isolation, report_console
 from bench.target import Target, add_target_arguments, open_target
 
@@ -36,10 +36,7 @@ def isolate(target: Target, opts: IsolationOptions, out_dir: Path, run_id: str,
             console: Console) -> dict:
     """Run the isolation experiment against ``target``; write ``out_dir/isolation.json``."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    with Progress("[progress.description]{task.description}", BarColumn(),
-                  MofNCompleteColumn(), TimeElapsedColumn(), console=console,
-                  disable=not console.is_terminal) as progress:
-        progress.add_task("isolation", total=total_steps(opts))
+    with progress_bar(console, "isolation", total_steps(opts)) as progress:
         return asyncio.run(run_isolation(target, opts, run_id, out_dir / "isolation.json",
                                          {**base_metadata(), "target": target.metadata},
                                          progress))
