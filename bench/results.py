@@ -81,6 +81,19 @@ def build_results(run_id: str, metadata: dict, passes: list[PassInfo], records: 
     }
 
 
+def problems(results: dict) -> list[str]:
+    """Why a run should fail a CI step: failed requests, unmet cache expectations."""
+    out = []
+    failed = sum(p["failed"] for p in results["passes"])
+    if failed:
+        out.append(f"{failed} measured request(s) failed")
+    if unmet := results["expectations"]["unmet"]:
+        out.append(f"{len(unmet)} request(s) missed their cache expectation")
+    if results["interrupted"]:
+        out.append("the run was interrupted")
+    return out
+
+
 def write_results(path: Path, results: dict) -> None:
     """Write atomically: a reader never sees half a file."""
     tmp = path.with_suffix(".tmp")

@@ -26,6 +26,7 @@ from bench.paths.base import PathContext
 from bench.paths.chat import ChatPath
 from bench.paths.media_urls import MediaUrls
 from bench.records import read_records
+from bench.results import problems
 from bench.tables import print_isolation, print_summary, report_console
 from bench.target import Target, add_target_arguments, open_target
 
@@ -87,4 +88,6 @@ def run(args: argparse.Namespace) -> int:
     report = build_report([out], out)
     console.print(f"demo done in {time.monotonic() - started:.0f}s; report: "
                   f"{report / 'index.html'} and {report / 'summary.md'}")
-    return max(exit_code(isolation["cells"]), 1 if results["expectations"]["unmet"] else 0)
+    for problem in (found := problems(results)):
+        console.print(f"[red]{problem}[/]")
+    return max(exit_code(isolation["cells"]), 1 if found else 0)

@@ -12,6 +12,7 @@ from bench.benchmark import REPORTS, new_run_id, run_benchmark
 from bench.paths import PATHS
 from bench.paths.media_urls import URL_MODES
 from bench.records import read_records
+from bench.results import problems
 from bench.runner import SALT_MODES, RunOptions
 from bench.tables import print_summary, report_console
 from bench.target import add_target_arguments, open_target
@@ -88,4 +89,6 @@ def run(args: argparse.Namespace) -> int:
         results = run_benchmark(target, workload, opts, out, run_id, console)
     print_summary(results, read_records(out / "records.jsonl"), report_console())
     console.print(f"results: {out / 'results.json'}")
-    return 0 if not results["expectations"]["unmet"] else 1
+    for problem in (found := problems(results)):
+        console.print(f"[red]{problem}[/]")
+    return 1 if found else 0

@@ -50,3 +50,15 @@ def test_tracker_judges_by_salt_case_and_completion() -> None:
     assert expected_cached("full", 99, 32) == 96
     assert expected_cached("none", 99, 32) == 0
     assert expected_cached("unjudged", 99, 32) is None
+
+
+def test_run_problems_fail_a_ci_step() -> None:
+    from bench.results import problems
+
+    clean = {"passes": [{"failed": 0}], "expectations": {"unmet": []}, "interrupted": False}
+    assert problems(clean) == []
+    bad = {"passes": [{"failed": 2}, {"failed": 1}], "expectations": {"unmet": [{}]},
+           "interrupted": True}
+    assert problems(bad) == ["3 measured request(s) failed",
+                             "1 request(s) missed their cache expectation",
+                             "the run was interrupted"]
