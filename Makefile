@@ -9,9 +9,13 @@ $(VENV)/.installed: pyproject.toml
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[test]'
 	touch $@
 
-.PHONY: demo test
+.PHONY: demo test engine
 demo: $(VENV)/.installed
 	$(VENV)/bin/python run_bench.py demo $(ARGS)
 
-test: $(VENV)/.installed
+# The engine environment, with progress on first use (cached; a no-op afterwards).
+engine: $(VENV)/.installed
+	$(VENV)/bin/python run_bench.py engine provision
+
+test: engine
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
