@@ -5,7 +5,8 @@ Schema (``schema_version`` = :data:`bench.SCHEMA_VERSION`)::
     {"schema_version", "kind": "saltbench-run", "run_id", "interrupted",
      "metadata": {saltbench/machine/date, "target": {...}, "workload": {...}, "options": {...}},
      "passes": [{"index", "path", "salt_mode", "tag", "duration_s", "counters": {delta},
-                 "hit_rate_requests", "hit_rate_counters", "counters_agree", **metrics}],
+                 "hit_rate_requests", "hit_rate_counters", "counters_agree",
+                 "{hit,miss}_count", "p{50,99}_ttft_{hit,miss}_ms", **metrics}],
      "groups": [{"path", "modality", "salt_mode", **metrics}],
      "expectations": {"checked", "met", "unmet": [...]},
      "prompt_token_mismatches": [...]}
@@ -19,6 +20,8 @@ import json
 import os
 from dataclasses import asdict
 from pathlib import Path
+
+import numpy as np
 
 from bench import SCHEMA_VERSION, counters
 from bench.errors import BenchError
@@ -38,8 +41,22 @@ def pass_summary(info: PassInfo, records: list[dict]) -> dict:
     agree = None
     if queries is not None and metrics["cached_tokens"] is not None:
         agree = (hits == metrics["cached_tokens"] and queries == metrics["prompt_tokens"])
-    return {**asdict(info), **metrics, "hit_rate_requests": metrics["hit_rate"],
+    return {**asdict(info), **metrics, **hit_miss_ttft(records),
+            "hit_rate_requests": metrics["hit_rate"],
             "hit_rate_counters": counters.counter_hit_rate(d), "counters_agree": agree}
+
+
+def hit_miss_ttft(records: list[dict]) -> dict:
+    """TTFT percentiles of prefix-cache hits (cached tokens > 0) and of misses."""
+    out: dict = {}
+    done = [r for r in records if r["ok"]]
+    for kind, recs in (("hit", [r for r in done if r.get("cached_tokens")]),
+                       ("miss", [r for r in done if not r.get("cached_tokens")])):
+        values = np.asarray([r["ttft_ms"] for r in recs], dtype=float)
+        out[f"{kind}_count"] = len(recs)
+        for q in (50, 99):
+            out[f"p{q}_ttft_{kind}_ms"] = float(np.percentile(values, q)) if len(recs) else None
+    return out
 
 
 def check_expectations(records: list[dict]) -> dict:

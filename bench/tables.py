@@ -1,91 +1,144 @@
-"""Console tables of a run's results (rich)."""
+"""The tables of a run, built once as display strings and rendered three ways: on the
+console (rich), in Markdown (PR comments, step summaries) and in the HTML report.
+"""
 
 from __future__ import annotations
 
-import numpy as np
+from dataclasses import dataclass
+
 from rich.console import Console
-from rich.table import Table
+from rich.table import Table as RichTable
+
+AGREE = {True: "yes", False: "NO", None: "–"}
+VERDICT_STYLE = {"ISOLATED": "green", "LEAK": "bold red", "UNDER-HIT": "yellow",
+                 "ERROR": "magenta", "NO": "red"}
+
+
+def fmt(value: float | None, spec: str) -> str:
+    """``value`` formatted by ``spec``, or an en dash when missing."""
+    return "–" if value is None else format(value, spec)
+
+
+def ms(value: float | None) -> str:
+    return fmt(value, ".1f")
+
+
+def rate(value: float | None) -> str:
+    return fmt(value, ".3f")
+
+
+def tput(value: float | None) -> str:
+    return fmt(value, ".2f")
+
+
+@dataclass
+class Table:
+    """A titled table of display strings; the first ``keys`` columns are labels."""
+
+    title: str
+    headers: list[str]
+    rows: list[list[str]]
+    keys: int = 1
+
+
+def pass_table(results: dict) -> Table:
+    """Per pass: hit rates from requests and counters, TTFT of hits and misses, throughput."""
+    rows = [[p["path"], p["salt_mode"], f"{p.get('completed')}/{p.get('failed')}",
+             rate(p.get("hit_rate_requests")), rate(p.get("hit_rate_counters")),
+             AGREE[p.get("counters_agree")], ms(p.get("median_ttft_ms")),
+             ms(p.get("p99_ttft_ms")), ms(p.get("p50_ttft_hit_ms")),
+             ms(p.get("p99_ttft_hit_ms")), ms(p.get("p50_ttft_miss_ms")),
+             ms(p.get("p99_ttft_miss_ms")), tput(p.get("request_throughput")),
+             tput(p.get("total_token_throughput"))] for p in results["passes"]]
+    return Table("Per pass (measure phase)",
+                 ["path", "salt mode", "ok/failed", "hit rate (requests)", "hit rate (counters)",
+                  "counters agree", "TTFT p50 ms", "TTFT p99 ms", "TTFT hit p50 ms",
+                  "TTFT hit p99 ms", "TTFT miss p50 ms", "TTFT miss p99 ms", "req/s", "tok/s"],
+                 rows, keys=2)
+
+
+def group_table(results: dict) -> Table:
+    rows = [[g["path"], g["modality"], g["salt_mode"], f"{g.get('completed')}/{g.get('failed')}",
+             rate(g.get("hit_rate")), rate(g.get("hit_fraction_of_expected")),
+             ms(g.get("median_ttft_ms")), ms(g.get("p99_ttft_ms")), ms(g.get("mean_tpot_ms")),
+             ms(g.get("median_e2el_ms")), tput(g.get("request_throughput")),
+             tput(g.get("total_token_throughput"))] for g in results["groups"]]
+    return Table("Per path, modality and salt mode (measure phase; throughput is the group's "
+                 "share)", ["path", "modality", "salt mode", "ok/failed", "hit rate",
+                            "cached / expected", "TTFT p50 ms", "TTFT p99 ms", "TPOT mean ms",
+                            "E2EL p50 ms", "req/s", "tok/s"], rows, keys=3)
+
+
+def expectations_line(results: dict) -> str:
+    exp = results.get("expectations", {})
+    partial = "INTERRUPTED run, results are partial; " if results.get("interrupted") else ""
+    return (f"{partial}cache expectations met: {exp.get('met', '–')}/{exp.get('checked', '–')}; "
+            f"prompt-token mismatches between paths: "
+            f"{len(results.get('prompt_token_mismatches', []))}")
+
+
+def unmet_table(results: dict) -> Table:
+    cols = ("phase", "path", "salt_mode", "request_id", "modality", "expect", "prompt_tokens",
+            "cached_tokens", "expected_cached_tokens")
+    rows = [[fmt(u.get(c), "") for c in cols]
+            for u in results.get("expectations", {}).get("unmet", [])]
+    return Table("Unmet cache expectations", [c.replace("_", " ") for c in cols], rows, keys=6)
+
+
+def verdict_table(iso: dict) -> Table:
+    rows = [[c["path"], c["modality"], c["verdict"], c.get("reason") or "",
+             str(c.get("leaked_tokens") or 0), AGREE[c.get("counters", {}).get("agree")]]
+            for c in iso["cells"]]
+    return Table("Isolation verdicts", ["path", "modality", "verdict", "reason",
+                                        "leaked tokens", "counters agree"], rows, keys=4)
+
+
+def side_channel_table(iso: dict) -> Table:
+    rows = [[s["path"], s["modality"], s["kind"], rate(s["auc"]),
+             f"{rate(s['ci_low'])}–{rate(s['ci_high'])}", f"{s.get('n_a')}/{s.get('n_b')}",
+             f"{ms(s.get('median_a_ms'))} / {ms(s.get('median_b_ms'))}",
+             AGREE[s.get("distinguishable")]] for s in iso.get("side_channel", [])]
+    return Table("Timing side channel (AUC of TTFT, 95% bootstrap interval)",
+                 ["path", "modality", "kind", "AUC", "CI", "n a/b", "median ms a / b",
+                  "distinguishable"], rows, keys=3)
+
+
+def uuid_table(iso: dict) -> Table:
+    rows = [[u["path"], u.get("finding") or "", str(u.get("same_salt_cached_tokens")),
+             str(u.get("cross_salt_cached_tokens")), str(u.get("mm_cache_hits"))]
+            for u in iso.get("uuid_probe", [])]
+    return Table("Media UUID probe", ["path", "finding", "same-salt cached tokens",
+                                      "cross-salt cached tokens", "mm cache hits"], rows, keys=2)
+
+
+def to_rich(table: Table) -> RichTable:
+    """A rich table; verdicts and disagreements are coloured."""
+    out = RichTable(title=table.title)
+    for i, header in enumerate(table.headers):
+        out.add_column(header, justify="left" if i < table.keys else "right",
+                       no_wrap=i < table.keys)
+    for row in table.rows:
+        out.add_row(*(f"[{VERDICT_STYLE[c]}]{c}[/]" if c in VERDICT_STYLE else c for c in row))
+    return out
 
 
 def report_console() -> Console:
     """Standard output; wide enough for the tables when it is not a terminal (logs, CI)."""
     console = Console()
-    return console if console.is_terminal else Console(width=160)
+    return console if console.is_terminal else Console(width=200)
 
 
-def _fmt(value: float | None, spec: str = ".1f") -> str:
-    return "–" if value is None else format(value, spec)
+def print_summary(results: dict, console: Console) -> None:
+    console.print(to_rich(pass_table(results)))
+    colour = "red" if results["expectations"]["unmet"] else "green"
+    console.print(f"[{colour}]{expectations_line(results)}[/]")
+    if results["expectations"]["unmet"]:
+        console.print(to_rich(unmet_table(results)))
 
 
-def _pct(values: list[float], q: float) -> float | None:
-    return float(np.percentile(values, q)) if values else None
-
-
-def pass_table(results: dict, records: list[dict]) -> Table:
-    """Per pass: hit rates from requests and counters, TTFT of hits and misses, throughput."""
-    table = Table(title="Per path and salt mode (measure phase)")
-    for col in ("path", "salt", "ok/failed", "hit rate req", "hit rate ctr", "agree",
-                "TTFT hit p50/p99 ms", "TTFT miss p50/p99 ms", "req/s", "tok/s"):
-        table.add_column(col, justify="left" if col in ("path", "salt") else "right")
-    for p in results["passes"]:
-        recs = [r for r in records if r["phase"] == "measure" and r["pass"] == p["index"]
-                and r["ok"]]
-        hits = [r["ttft_ms"] for r in recs if r["cached_tokens"]]
-        misses = [r["ttft_ms"] for r in recs if not r["cached_tokens"]]
-        table.add_row(
-            p["path"], p["salt_mode"], f"{p['completed']}/{p['failed']}",
-            _fmt(p["hit_rate_requests"], ".3f"), _fmt(p["hit_rate_counters"], ".3f"),
-            {True: "yes", False: "[red]NO[/]", None: "–"}[p["counters_agree"]],
-            f"{_fmt(_pct(hits, 50))}/{_fmt(_pct(hits, 99))}",
-            f"{_fmt(_pct(misses, 50))}/{_fmt(_pct(misses, 99))}",
-            _fmt(p["request_throughput"], ".2f"), _fmt(p["total_token_throughput"], ".0f"))
-    return table
-
-
-def print_summary(results: dict, records: list[dict], console: Console) -> None:
-    console.print(pass_table(results, records))
-    exp = results["expectations"]
-    colour = "green" if not exp["unmet"] else "red"
-    console.print(f"[{colour}]cache expectations met: {exp['met']}/{exp['checked']}[/]")
-    for miss in exp["unmet"][:10]:
-        console.print(f"  unmet: {miss}")
-    for mm in results["prompt_token_mismatches"][:10]:
-        console.print(f"[yellow]prompt token counts differ between paths: {mm}[/]")
-
-
-VERDICT_STYLE = {"ISOLATED": "green", "LEAK": "bold red", "UNDER-HIT": "yellow", "ERROR": "magenta"}
-
-
-def verdict_table(isolation: dict) -> Table:
-    """Path x modality verdicts, with leaked tokens and the reason where not isolated."""
-    table = Table(title="cache_salt isolation verdicts")
-    for col in ("path", "modality", "verdict", "leaked tokens", "counters agree", "reason"):
-        table.add_column(col)
-    for c in isolation["cells"]:
-        style = VERDICT_STYLE[c["verdict"]]
-        table.add_row(c["path"], c["modality"], f"[{style}]{c['verdict']}[/]",
-                      str(c["leaked_tokens"]), "yes" if c["counters"]["agree"] else "[red]NO[/]",
-                      c["reason"] or "")
-    return table
-
-
-def side_channel_table(isolation: dict) -> Table:
-    table = Table(title="Timing side channels (AUC = P(slower group is slower), 95% CI)")
-    for col in ("path", "modality", "comparison", "AUC", "95% CI", "median ms (a / b)",
-                "distinguishable"):
-        table.add_column(col)
-    for s in isolation["side_channel"]:
-        medians = (f"{s['median_a_ms']:.1f} / {s['median_b_ms']:.1f}"
-                   if s.get("median_a_ms") is not None else "–")
-        table.add_row(s["path"], s["modality"], s["kind"], _fmt(s["auc"], ".2f"),
-                      f"[{_fmt(s['ci_low'], '.2f')}, {_fmt(s['ci_high'], '.2f')}]", medians,
-                      {True: "yes", False: "no", None: "–"}[s["distinguishable"]])
-    return table
-
-
-def print_isolation(isolation: dict, console: Console) -> None:
-    console.print(verdict_table(isolation))
-    for probe in isolation["uuid_probe"]:
-        console.print(f"uuid probe ({probe['path']}): {probe['finding']}")
-    if isolation["side_channel"]:
-        console.print(side_channel_table(isolation))
+def print_isolation(iso: dict, console: Console) -> None:
+    console.print(to_rich(verdict_table(iso)))
+    if iso.get("uuid_probe"):
+        console.print(to_rich(uuid_table(iso)))
+    if iso.get("side_channel"):
+        console.print(to_rich(side_channel_table(iso)))

@@ -12,7 +12,6 @@ import time
 
 import aiohttp
 from rich.console import Console
-from rich.table import Table
 
 from bench import salts
 from bench.benchmark import REPORTS, new_run_id, run_benchmark
@@ -25,9 +24,8 @@ from bench.isolation.probe_media import probe_media
 from bench.paths.base import PathContext
 from bench.paths.chat import ChatPath
 from bench.paths.media_urls import MediaUrls
-from bench.records import read_records
 from bench.results import problems
-from bench.tables import print_isolation, print_summary, report_console
+from bench.tables import Table, ms, print_isolation, print_summary, report_console, to_rich
 from bench.target import Target, add_target_arguments, open_target
 
 
@@ -61,13 +59,11 @@ async def salt_sequence(target: Target) -> list[dict]:
 
 
 def sequence_table(rows: list[dict]) -> Table:
-    table = Table(title="cache_salt on the chat path: the same request, five times")
-    for col in ("modality", "salt", "salt digest", "prompt tokens", "cached tokens", "TTFT ms"):
-        table.add_column(col, justify="right" if "tokens" in col or "ms" in col else "left")
-    for r in rows:
-        table.add_row(r["modality"], r["salt"], r["digest"] or "–", str(r["prompt_tokens"]),
-                      str(r["cached_tokens"]), f"{r['ttft_ms']:.1f}" if r["ok"] else r["error"])
-    return table
+    return Table("cache_salt on the chat path: the same request, five times",
+                 ["modality", "salt", "salt digest", "prompt tokens", "cached tokens", "TTFT ms"],
+                 [[r["modality"], r["salt"], r["digest"] or "–", str(r["prompt_tokens"]),
+                   str(r["cached_tokens"]), ms(r["ttft_ms"]) if r["ok"] else r["error"]]
+                  for r in rows], keys=3)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -79,9 +75,9 @@ def run(args: argparse.Namespace) -> int:
     run_id = new_run_id("demo")
     out = args.out or REPORTS / run_id
     with open_target(args, console) as target:
-        out_console.print(sequence_table(asyncio.run(salt_sequence(target))))
+        out_console.print(to_rich(sequence_table(asyncio.run(salt_sequence(target)))))
         results = run_benchmark(target, workload, options_from(args), out, run_id, console)
-        print_summary(results, read_records(out / "records.jsonl"), out_console)
+        print_summary(results, out_console)
         isolation = isolate(target, IsolationOptions(paths=args.paths, samples=args.samples),
                             out, run_id, console)
         print_isolation(isolation, out_console)

@@ -11,7 +11,6 @@ from rich.console import Console
 from bench.benchmark import REPORTS, new_run_id, run_benchmark
 from bench.paths import PATHS
 from bench.paths.media_urls import URL_MODES
-from bench.records import read_records
 from bench.results import problems
 from bench.runner import SALT_MODES, RunOptions
 from bench.tables import print_summary, report_console
@@ -87,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     out = args.out or REPORTS / run_id
     with open_target(args, console) as target:
         results = run_benchmark(target, workload, opts, out, run_id, console)
-    print_summary(results, read_records(out / "records.jsonl"), report_console())
+    print_summary(results, report_console())
     console.print(f"results: {out / 'results.json'}")
     for problem in (found := problems(results)):
         console.print(f"[red]{problem}[/]")

@@ -7,7 +7,7 @@ from html import escape
 from pathlib import Path
 from string import Template
 
-from bench.report import markdown as md
+from bench import tables
 from bench.report.load import Run
 
 PAGE = Template("""<!DOCTYPE html>
@@ -28,7 +28,7 @@ $body
 """)
 
 
-def table_html(table: md.Table) -> str:
+def table_html(table: tables.Table) -> str:
     head = "".join(f"<th>{escape(h)}</th>" for h in table.headers)
     rows = "".join(
         "<tr>" + "".join(f"<td{'' if i < table.keys else ' class=n'}>{escape(c)}</td>"
@@ -46,17 +46,17 @@ def chart_html(png: Path, caption: str) -> str:
 
 
 def run_html(run: Run) -> str:
-    meta = md.Table("Metadata", ["key", "value"], [[k, v] for k, v in run.meta().items()], 2)
-    tables = [meta, md.pass_table(run), md.group_table(run)]
-    unmet = md.unmet_table(run)
+    meta = tables.Table("Metadata", ["key", "value"], [[k, v] for k, v in run.meta().items()], 2)
+    shown = [meta, tables.pass_table(run.results), tables.group_table(run.results)]
+    unmet = tables.unmet_table(run.results)
     if unmet.rows:
-        tables.append(unmet)
+        shown.append(unmet)
     if run.isolation:
-        tables += [md.verdict_table(run.isolation), md.side_channel_table(run.isolation),
-                   md.uuid_table(run.isolation)]
+        shown += [tables.verdict_table(run.isolation), tables.side_channel_table(run.isolation),
+                  tables.uuid_table(run.isolation)]
     parts = [f"<h2>Run {escape(run.label)}</h2>"]
-    parts.append(f"<p>{escape(md.expectations_line(run))}</p>")
-    parts += [table_html(t) for t in tables]
+    parts.append(f"<p>{escape(tables.expectations_line(run.results))}</p>")
+    parts += [table_html(t) for t in shown]
     return "\n".join(parts)
 
 

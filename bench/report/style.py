@@ -30,23 +30,6 @@ plt.rcParams.update({
 })
 
 
-def fmt(value: float | None, spec: str) -> str:
-    """``value`` formatted by ``spec``, or an en dash when missing."""
-    return "–" if value is None else format(value, spec)
-
-
-def ms(value: float | None) -> str:
-    return fmt(value, ".1f")
-
-
-def rate(value: float | None) -> str:
-    return fmt(value, ".3f")
-
-
-def tput(value: float | None) -> str:
-    return fmt(value, ".2f")
-
-
 def series_style(i: int) -> dict:
     """Colour, hatch, marker and line style of the ``i``-th series (all four differ)."""
     return {"color": PALETTE[i % len(PALETTE)], "hatch": HATCHES[i % len(HATCHES)],

@@ -22,6 +22,9 @@ VLLM_KEYS = {"completed", "failed", "request_throughput", "output_throughput",
              "total_token_throughput"} | {f"{s}_{m}_ms" for s in
                                           ("mean", "median", "std", "p50", "p90", "p99")
                                           for m in ("ttft", "tpot", "itl", "e2el")}
+CACHE_KEYS = {"hit_rate_requests", "hit_rate_counters", "counters_agree", "hit_count",
+              "miss_count", "p50_ttft_hit_ms", "p99_ttft_hit_ms", "p50_ttft_miss_ms",
+              "p99_ttft_miss_ms"}
 
 
 @pytest.fixture(scope="module", params=["image", "audio", "video"])
@@ -61,7 +64,7 @@ def test_records_and_results_have_every_field(run: tuple) -> None:
     for r in records:
         assert RECORD_FIELDS <= r.keys(), RECORD_FIELDS - r.keys()
     for p in results["passes"]:
-        assert VLLM_KEYS <= p.keys()
+        assert VLLM_KEYS | CACHE_KEYS <= p.keys()
         assert p["completed"] > 0 and p["failed"] == 0
     measured_modalities = {g["modality"] for g in results["groups"]}
     assert measured_modalities == {modality, "text"}  # text: generate-tokens' text-only form

@@ -62,3 +62,16 @@ def test_run_problems_fail_a_ci_step() -> None:
     assert problems(bad) == ["3 measured request(s) failed",
                              "1 request(s) missed their cache expectation",
                              "the run was interrupted"]
+
+
+def test_hit_and_miss_ttft_split_on_cached_tokens() -> None:
+    from bench.results import hit_miss_ttft
+
+    recs = [{"ok": True, "cached_tokens": 64, "ttft_ms": 10.0},
+            {"ok": True, "cached_tokens": 64, "ttft_ms": 20.0},
+            {"ok": True, "cached_tokens": 0, "ttft_ms": 100.0},
+            {"ok": False, "cached_tokens": None, "ttft_ms": None}]
+    out = hit_miss_ttft(recs)
+    assert (out["hit_count"], out["miss_count"]) == (2, 1)
+    assert out["p50_ttft_hit_ms"] == 15.0 and out["p50_ttft_miss_ms"] == 100.0
+    assert hit_miss_ttft([])["p99_ttft_hit_ms"] is None
