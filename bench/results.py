@@ -9,7 +9,8 @@ Schema (``schema_version`` = :data:`bench.SCHEMA_VERSION`)::
                  "{hit,miss}_count", "p{50,99}_ttft_{hit,miss}_ms", **metrics}],
      "groups": [{"path", "modality", "salt_mode", **metrics}],
      "expectations": {"checked", "met", "unmet": [...]},
-     "prompt_token_mismatches": [...]}
+     "prompt_token_mismatches": [...],
+     "oracle": {"compared", "agreed", "disagreements": [...]}}
 
 ``metrics`` uses vLLM's key names (``mean_ttft_ms``, ``request_throughput``, ...).
 """
@@ -69,6 +70,25 @@ def check_expectations(records: list[dict]) -> dict:
     return {"checked": len(judged), "met": len(judged) - len(unmet), "unmet": unmet}
 
 
+def oracle_agreement(records: list[dict], primed: bool) -> dict:
+    """Does the workload's oracle (computed when the workload was generated) agree with
+    the expectation judged at run time from what was actually sent?
+
+    Compared where both are judgements (full or none): salted passes of the multimodal
+    paths (the oracle keys media by content, the token path drops media), on the first
+    traversal of the workload (``prime`` if primed, else ``measure``), served in order.
+    """
+    first = "prime" if primed else "measure"
+    compared = [r for r in records
+                if r["phase"] == first and r["salt_mode"] == "salted"
+                and r["path"] in MULTIMODAL_PATHS and r.get("oracle") in ("full", "none")
+                and r["expect"] in ("full", "none")]
+    disagree = [{k: r.get(k) for k in ("path", "request_id", "oracle", "expect")}
+                for r in compared if r["oracle"] != r["expect"]]
+    return {"compared": len(compared), "agreed": len(compared) - len(disagree),
+            "disagreements": disagree[:50]}
+
+
 def prompt_token_mismatches(records: list[dict]) -> list[dict]:
     """Logical requests whose prompt token count differs between multimodal paths."""
     seen: dict[tuple, dict[str, int]] = {}
@@ -95,6 +115,7 @@ def build_results(run_id: str, metadata: dict, passes: list[PassInfo], records: 
         "groups": groups,
         "expectations": check_expectations(records),
         "prompt_token_mismatches": prompt_token_mismatches(records),
+        "oracle": oracle_agreement(records, bool(metadata.get("options", {}).get("prime"))),
     }
 
 
@@ -106,6 +127,8 @@ def problems(results: dict) -> list[str]:
         out.append(f"{failed} measured request(s) failed")
     if unmet := results["expectations"]["unmet"]:
         out.append(f"{len(unmet)} request(s) missed their cache expectation")
+    if disagreements := results.get("oracle", {}).get("disagreements"):
+        out.append(f"the workload oracle disagrees on {len(disagreements)} request(s)")
     if results["interrupted"]:
         out.append("the run was interrupted")
     return out

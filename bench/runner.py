@@ -134,6 +134,7 @@ class Runner:
             "salt_mode": info.salt_mode, "salt_digest": salts.digest(salt),
             "request_id": req["id"], "case": req["case"], "tenant": req["tenant"],
             "modality": modality_label(modalities), "expect": expect,
+            "oracle": req["oracle"]["expect"],
             "start_s": round(time.perf_counter() - self.t0, 6),
         }
         record.update(await exchange(self.session, path, messages, req["max_tokens"], salt,

@@ -72,7 +72,9 @@ def group_table(results: dict) -> Table:
 def expectations_line(results: dict) -> str:
     exp = results.get("expectations", {})
     partial = "INTERRUPTED run, results are partial; " if results.get("interrupted") else ""
+    oracle = results.get("oracle", {})
     return (f"{partial}cache expectations met: {exp.get('met', '–')}/{exp.get('checked', '–')}; "
+            f"workload oracle agreed: {oracle.get('agreed', '–')}/{oracle.get('compared', '–')}; "
             f"prompt-token mismatches between paths: "
             f"{len(results.get('prompt_token_mismatches', []))}")
 
@@ -130,7 +132,8 @@ def report_console() -> Console:
 
 def print_summary(results: dict, console: Console) -> None:
     console.print(to_rich(pass_table(results)))
-    colour = "red" if results["expectations"]["unmet"] else "green"
+    bad = results["expectations"]["unmet"] or results.get("oracle", {}).get("disagreements")
+    colour = "red" if bad else "green"
     console.print(f"[{colour}]{expectations_line(results)}[/]")
     if results["expectations"]["unmet"]:
         console.print(to_rich(unmet_table(results)))

@@ -80,6 +80,12 @@ def test_request_and_counter_hit_rates_agree(run: tuple) -> None:
         assert p["hit_rate_requests"] == pytest.approx(p["hit_rate_counters"])
 
 
+def test_workload_oracle_agrees_with_what_was_sent(run: tuple) -> None:
+    _, results, _ = run
+    assert results["oracle"]["compared"] > 0
+    assert results["oracle"]["disagreements"] == []
+
+
 def test_multimodal_paths_see_the_same_prompt_token_count(run: tuple) -> None:
     _, results, _ = run
     assert results["prompt_token_mismatches"] == []
