@@ -45,24 +45,28 @@ def chart_html(png: Path, caption: str) -> str:
             f'(<a href="{escape(svg)}">SVG</a>)</figcaption></figure>')
 
 
-def run_html(run: Run) -> str:
+def run_header(run: Run) -> str:
+    """The run's name, metadata and expectations: what a reader needs before the charts."""
     meta = tables.Table("Metadata", ["key", "value"], [[k, v] for k, v in run.meta().items()], 2)
-    shown = [meta, tables.pass_table(run.results), tables.group_table(run.results)]
+    return "\n".join([f"<h2>Run {escape(run.label)}</h2>", table_html(meta),
+                      f"<p>{escape(tables.expectations_line(run.results))}</p>"])
+
+
+def run_tables(run: Run) -> str:
+    shown = [tables.pass_table(run.results), tables.group_table(run.results)]
     unmet = tables.unmet_table(run.results)
     if unmet.rows:
         shown.append(unmet)
     if run.isolation:
         shown += [tables.verdict_table(run.isolation), tables.side_channel_table(run.isolation),
                   tables.uuid_table(run.isolation)]
-    parts = [f"<h2>Run {escape(run.label)}</h2>"]
-    parts.append(f"<p>{escape(tables.expectations_line(run.results))}</p>")
-    parts += [table_html(t) for t in shown]
-    return "\n".join(parts)
+    return "\n".join([f"<h2>Tables: {escape(run.label)}</h2>", *map(table_html, shown)])
 
 
 def page(runs: list[Run], charts: dict[str, Path]) -> str:
-    """The page for ``runs`` with ``charts`` (caption -> PNG file) embedded."""
+    """The page for ``runs``: metadata first, then ``charts`` (caption -> PNG), then tables."""
     title = "saltbench report: " + ", ".join(run.label for run in runs)
-    body = [chart_html(png, caption) for caption, png in charts.items()]
-    body += [run_html(run) for run in runs]
+    body = [run_header(run) for run in runs]
+    body += [chart_html(png, caption) for caption, png in charts.items()]
+    body += [run_tables(run) for run in runs]
     return PAGE.substitute(title=escape(title), body="\n".join(body))

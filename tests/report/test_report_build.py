@@ -117,3 +117,11 @@ def test_run_without_passes_is_refused(isolated_run, tmp_path):
     (isolated_run / "results.json").write_text(json.dumps({**results, "passes": []}))
     with pytest.raises(BenchError, match="results.json: no passes"):
         build_report([isolated_run], tmp_path / "rep")
+
+
+def test_cli_report_defaults_to_the_run_directory(fixture_run, tmp_path, capsys):
+    run = tmp_path / "run"
+    shutil.copytree(fixture_run, run)
+    assert main(["report", str(run / "results.json")]) == 0
+    assert capsys.readouterr().out.strip() == str(run)
+    assert (run / "index.html").exists() and (run / "charts" / "hit-rate.png").exists()
