@@ -7,6 +7,7 @@ also when the run is interrupted or fails, from whatever was recorded.
 from __future__ import annotations
 
 import asyncio
+import math
 import datetime as dt
 import secrets
 from dataclasses import asdict
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from bench.errors import BenchError
 from bench.metadata import base_metadata
 from bench.progress import progress_bar
 from bench.records import read_records
@@ -34,7 +36,12 @@ def run_metadata(target: Target, workload: Workload, opts: RunOptions) -> dict:
     return {**base_metadata(), "target": target.metadata,
             "workload": {"dir": str(workload.dir), "spec": meta["spec"], "seed": meta["seed"],
                          "counts": meta["counts"], "libraries": meta.get("libraries")},
-            "options": {**asdict(opts), "rate": str(opts.rate)}}
+            "options": {k: _json_number(v) for k, v in asdict(opts).items()}}
+
+
+def _json_number(value: object) -> object:
+    """Strict JSON has no infinity: ``inf`` is written as the string ``"inf"``."""
+    return str(value) if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def run_benchmark(target: Target, workload: Workload, opts: RunOptions, out_dir: Path,
@@ -42,9 +49,12 @@ def run_benchmark(target: Target, workload: Workload, opts: RunOptions, out_dir:
     """Run and save; return the results dict (``interrupted`` set if it did not finish)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     records_path = out_dir / "records.jsonl"
+    if records_path.exists() and records_path.stat().st_size:
+        raise BenchError(f"--out {out_dir}: already holds the records of a run; "
+                         "choose a new directory")
     metadata = run_metadata(target, workload, opts)
     n = workload.metadata["counts"]["requests"]
-    per_pass = n + opts.warmup + (n if opts.prime else 0)
+    per_pass = n + min(opts.warmup, n) + (n if opts.prime else 0)
     total = per_pass * len(opts.paths) * len(opts.salt_modes)
     with progress_bar(console, "requests", total) as progress:
         runner = Runner(target, workload, opts, records_path, run_id, progress)

@@ -13,7 +13,7 @@ from platformdirs import user_cache_dir
 
 def cache_root() -> Path:
     """The cache root, created on first use."""
-    root = Path(os.environ.get("SALTBENCH_CACHE") or user_cache_dir("saltbench"))
+    root = Path(os.environ.get("SALTBENCH_CACHE") or user_cache_dir("saltbench")).resolve()
     root.mkdir(parents=True, exist_ok=True)
     return root
 

@@ -21,6 +21,11 @@ async def exchange(session: aiohttp.ClientSession, path, messages: list[dict],
         return {"ok": False, "status": None, "error": f"build: {type(exc).__name__}: {exc}"[:500]}
     result = await post_stream(session, url, body, timeout_s=timeout_s,
                                is_token_event=is_token_event)
-    return {"ok": result.ok, "status": result.status, "error": result.error,
-            **usage_counts(result.usage), "ttft_ms": _ms(result.ttft_s),
-            "e2el_ms": _ms(result.e2el_s), "itl_ms": [round(x * 1e3, 3) for x in result.itl_s]}
+    counts = usage_counts(result.usage)
+    ok, error = result.ok, result.error
+    if ok and (counts["prompt_tokens"] is None or counts["cached_tokens"] is None):
+        ok, error = False, ("the final usage chunk has no prompt_tokens_details.cached_tokens: "
+                            "start vLLM with --enable-prompt-tokens-details")
+    return {"ok": ok, "status": result.status, "error": error, **counts,
+            "ttft_ms": _ms(result.ttft_s), "e2el_ms": _ms(result.e2el_s),
+            "itl_ms": [round(x * 1e3, 3) for x in result.itl_s]}

@@ -17,14 +17,13 @@ log = logging.getLogger(__name__)
 class RecordWriter:
     """Appends one JSON object per line to ``path``, flushed after each record.
 
-    A flushed line survives the process being interrupted or killed; ``fsync=True`` also
-    makes it survive a machine crash, at the cost of a disk sync per record on the
-    event loop. Use as a context manager. A partial last line left by an interrupted earlier run is
+    A flushed line survives the process being interrupted or killed (not a machine
+    crash: a disk sync per record would stall the event loop). Use as a context manager. A partial last line left by an interrupted earlier run is
     cut off when the file is opened, so appending never buries it mid-file.
     """
 
-    def __init__(self, path: str | os.PathLike[str], fsync: bool = False) -> None:
-        self.path, self.fsync = Path(path), fsync
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
         self._file: BinaryIO | None = None
 
     def __enter__(self) -> RecordWriter:
@@ -39,8 +38,6 @@ class RecordWriter:
             raise RuntimeError("RecordWriter.write outside its 'with' block")
         self._file.write(json.dumps(record).encode("utf-8") + b"\n")
         self._file.flush()
-        if self.fsync:
-            os.fsync(self._file.fileno())
 
     def __exit__(
         self,

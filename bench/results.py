@@ -26,7 +26,7 @@ import numpy as np
 
 from bench import SCHEMA_VERSION, counters
 from bench.errors import BenchError
-from bench.metrics import aggregate, group_by
+from bench.metrics import aggregate, aggregate_groups, group_by
 from bench.runner import PassInfo
 
 GROUP_KEYS = ("path", "modality", "salt_mode")
@@ -93,7 +93,8 @@ def prompt_token_mismatches(records: list[dict]) -> list[dict]:
     """Logical requests whose prompt token count differs between multimodal paths."""
     seen: dict[tuple, dict[str, int]] = {}
     for r in records:
-        if r["ok"] and r["path"] in MULTIMODAL_PATHS and r["phase"] == "measure":
+        if (r["ok"] and r["path"] in MULTIMODAL_PATHS and r["phase"] == "measure"
+                and r.get("prompt_tokens") is not None):
             seen.setdefault((r["request_id"], r["salt_mode"]), {})[r["path"]] = r["prompt_tokens"]
     return [{"request_id": rid, "salt_mode": mode, "prompt_tokens": counts}
             for (rid, mode), counts in seen.items() if len(set(counts.values())) > 1]
@@ -103,11 +104,9 @@ def build_results(run_id: str, metadata: dict, passes: list[PassInfo], records: 
                   interrupted: bool) -> dict:
     measured = [r for r in records if r["phase"] == "measure"]
     by_pass = group_by(measured, ("pass",))
-    duration = {p.index: p.duration_s for p in passes}
-    groups = []
-    for key, recs in group_by(measured, ("pass", *GROUP_KEYS)).items():
-        groups.append({**dict(zip(GROUP_KEYS, key[1:])),
-                       **aggregate(recs, duration.get(key[0], 0.0))})
+    # A group's throughput is its share of its own pass's duration.
+    groups = [row for p in passes
+              for row in aggregate_groups(by_pass.get((p.index,), []), GROUP_KEYS, p.duration_s)]
     return {
         "schema_version": SCHEMA_VERSION, "kind": "saltbench-run", "run_id": run_id,
         "interrupted": interrupted, "metadata": metadata,
@@ -127,8 +126,9 @@ def problems(results: dict) -> list[str]:
         out.append(f"{failed} measured request(s) failed")
     if unmet := results["expectations"]["unmet"]:
         out.append(f"{len(unmet)} request(s) missed their cache expectation")
-    if disagreements := results.get("oracle", {}).get("disagreements"):
-        out.append(f"the workload oracle disagrees on {len(disagreements)} request(s)")
+    oracle = results.get("oracle", {})
+    if disagree := oracle.get("compared", 0) - oracle.get("agreed", 0):
+        out.append(f"the workload oracle disagrees on {disagree} request(s)")
     if results["interrupted"]:
         out.append("the run was interrupted")
     return out

@@ -39,7 +39,7 @@ class RunOptions:
 
     paths: list[str]
     salt_modes: list[str] = field(default_factory=lambda: list(SALT_MODES))
-    rate: float = math.inf
+    rate: float | None = None  # None: the workload's arrival times, else all at once
     burstiness: float = 1.0
     max_concurrency: int | None = 1
     warmup: int = 2
@@ -86,6 +86,9 @@ class Runner:
                           MediaUrls(self.opts.media_url, self.target.media_dir),
                           self.opts.audio_part, self.opts.timeout_s)
         paths = make_paths(self.opts.paths, ctx, self.opts.drop_salt_on)
+        if self.opts.media_url == "file":  # every file must be servable before anything runs
+            for item in self.workload.media.values():
+                ctx.urls.url(item.path, item.mime)
         reqs = list(self.workload.requests())
         connector = aiohttp.TCPConnector(limit=0, force_close=False)
         with RecordWriter(self.records_path) as writer:
@@ -107,13 +110,20 @@ class Runner:
         if self.opts.prime:
             await self.send_serial(path, info, reqs, "prime", tracker)
         before = await counters.settled_scrape(self.session, self.target.base_url)
-        offsets = arrival_offsets(len(reqs), self.opts.rate, self.opts.burstiness, self.opts.seed)
+        offsets = self.offsets(reqs)
         start = time.perf_counter()
         await dispatch(reqs, offsets, self.opts.max_concurrency,
                        lambda req: self.send(path, info, req, "measure", tracker))
         info.duration_s = time.perf_counter() - start
         after = await counters.settled_scrape(self.session, self.target.base_url)
         info.counters = counters.delta(before, after)
+
+    def offsets(self, reqs: list[dict]) -> list[float]:
+        """Send times: the workload's own arrivals unless ``--rate`` is given."""
+        if self.opts.rate is None and all(r["arrival_s"] is not None for r in reqs):
+            return [r["arrival_s"] for r in reqs]
+        return arrival_offsets(len(reqs), self.opts.rate or math.inf, self.opts.burstiness,
+                               self.opts.seed)
 
     async def send_serial(self, path, info: PassInfo, reqs: list[dict], phase: str,
                           tracker: PrefixTracker) -> None:

@@ -52,14 +52,21 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
                    help="use this existing engine interpreter instead of provisioning")
     g.add_argument("--model-preset", choices=sorted(PRESETS), default="tiny",
                    help="local random-weight model to build and serve (default: %(default)s)")
-    g.add_argument("--model", help="serve this model path or name instead of a local preset")
-    g.add_argument("--port", type=int, help="port for the managed server (default: a free one)")
+    g.add_argument("--model", help="serve this model path or name instead of a local preset "
+                                   "(with --server-url: which of its models to use)")
+    g.add_argument("--port", type=_port, help="port for the managed server (default: a free one)")
     g.add_argument("--block-size", type=int,
                    help="KV block size in tokens (CPU: a multiple of 32; default: 32, or what "
                         "a --server-url server reports)")
     g.add_argument("--max-model-len", type=int, default=8192)
     g.add_argument("--max-num-seqs", type=int, default=8)
     g.add_argument("--start-timeout", type=float, default=600.0, metavar="SECONDS")
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise argparse.ArgumentTypeError(f"not a TCP port: {text!r}")
+    return int(text)
 
 
 def target_args(**overrides: object) -> argparse.Namespace:
@@ -93,15 +100,19 @@ def _summary(cache: dict) -> dict:
                                       "prefix_caching_hash_algo")}
 
 
-def _external(url: str, block_size: int | None, console: Console) -> Target:
+def _external(url: str, block_size: int | None, model: str | None, console: Console) -> Target:
     url = url.rstrip("/")
     try:
         models = _get_json(f"{url}/v1/models")["data"]
         version = _get_json(f"{url}/version").get("version")
     except (urllib.error.URLError, OSError, ValueError, KeyError) as exc:
         raise BenchError(f"--server-url {url}: not a reachable vLLM server ({exc})") from None
-    if not models:
+    ids = [m["id"] for m in models]
+    if not ids:
         raise BenchError(f"--server-url {url}: the server lists no model")
+    if model is not None and model not in ids:
+        raise BenchError(f"--model {model}: not served by {url} (it serves {', '.join(ids)})")
+    model = model or ids[0]
     cache = _cache_config(url)
     reported = cache.get("block_size")
     if block_size is None:
@@ -113,9 +124,9 @@ def _external(url: str, block_size: int | None, console: Console) -> Target:
         raise BenchError(f"--block-size {block_size}: the server at {url} uses {reported}")
     if cache.get("enable_prefix_caching") is False:
         console.print(f"[yellow]{url} runs without prefix caching: no request will hit[/]")
-    return Target(url, models[0]["id"], block_size, None, {
+    return Target(url, model, block_size, None, {
         "managed": False, "server_url": url, "vllm_version": version,
-        "model": models[0]["id"], "block_size": block_size, "cache_config": _summary(cache)})
+        "model": model, "block_size": block_size, "cache_config": _summary(cache)})
 
 
 def _engine_env(args: argparse.Namespace, console: Console) -> EngineEnv:
@@ -129,7 +140,12 @@ def open_target(args: argparse.Namespace, console: Console | None = None) -> Ite
     """Yield a ready target; a managed server is stopped on exit, whatever happens."""
     console = console or Console(stderr=True)
     if args.server_url:
-        yield _external(args.server_url, args.block_size, console)
+        ignored = [f"--{o.replace('_', '-')}" for o in ("engine", "engine_python", "port")
+                   if getattr(args, o) is not None]
+        if ignored:
+            console.print(f"[yellow]--server-url: ignoring {', '.join(ignored)} "
+                          "(the server is not managed by saltbench)[/]")
+        yield _external(args.server_url, args.block_size, args.model, console)
         return
     if args.port is not None:
         check_port_free(args.port)  # before minutes of provisioning, not after

@@ -35,7 +35,6 @@ class StreamResult:
     usage: dict | None = None
     n_events: int = 0
     start_s: float = 0.0
-    last_event: dict | None = None
 
 
 class SseDecoder:
@@ -110,7 +109,6 @@ class _EventTimer:
                 return
             result.n_events += 1
             event = _decode_event(data, result.n_events)
-            result.last_event = event
             if (message := _error_message(event)) is not None:
                 self.error = f"error event: {message}"[:MAX_ERROR_CHARS]
                 return

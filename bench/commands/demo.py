@@ -8,13 +8,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import secrets
+import shutil
 import time
+from pathlib import Path
 
 import aiohttp
 from rich.console import Console
 
 from bench import salts
 from bench.benchmark import REPORTS, new_run_id, run_benchmark
+from bench.cachedirs import cache_dir
 from bench.commands.isolation import isolate
 from bench.commands.run import add_run_arguments, open_workload, options_from
 from bench.exchange import exchange
@@ -40,13 +43,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(model_preset="medium")
 
 
-async def salt_sequence(target: Target) -> list[dict]:
+async def salt_sequence(target: Target, media_root: Path) -> list[dict]:
     """Per modality, one chat request sent unsalted twice, with salt A twice, then salt B."""
     rows = []
     seq = [("none", None), ("none", None), ("A", "a"), ("A", "a"), ("B", "b")]
     async with aiohttp.ClientSession() as session:
         for modality in ("image", "audio", "video"):
-            item = probe_media(modality, "demo", 0)
+            item = probe_media(modality, f"{modality}-demo", media_root)  # never sent before
             ctx = PathContext(target.base_url, target.model, {item.id: item}, MediaUrls("data"))
             messages = prompt(modality, item.id)  # a fresh nonce: nothing cached before
             run_salts = {k: secrets.token_hex(16) for k in ("a", "b")}
@@ -75,10 +78,16 @@ def run(args: argparse.Namespace) -> int:
     run_id = new_run_id("demo")
     out = args.out or REPORTS / run_id
     with open_target(args, console) as target:
-        out_console.print(to_rich(sequence_table(asyncio.run(salt_sequence(target)))))
+        media_root = cache_dir("probe-media") / run_id
+        try:
+            rows = asyncio.run(salt_sequence(target, media_root))
+        finally:
+            shutil.rmtree(media_root, ignore_errors=True)
+        out_console.print(to_rich(sequence_table(rows)))
         results = run_benchmark(target, workload, options_from(args), out, run_id, console)
         print_summary(results, out_console)
-        isolation = isolate(target, IsolationOptions(paths=args.paths, samples=args.samples),
+        isolation = isolate(target, IsolationOptions(paths=args.paths, samples=args.samples,
+                                                     timeout_s=args.timeout),
                             out, run_id, console)
         print_isolation(isolation, out_console)
     report = build_report([out], out)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 
 from rich.console import Console
 
 from bench.benchmark import REPORTS, new_run_id, run_benchmark
+from bench.errors import BenchError
 from bench.paths import PATHS
 from bench.paths.media_urls import URL_MODES
 from bench.results import problems
@@ -30,6 +30,20 @@ def csv_choices(choices: tuple | list):
     return parse
 
 
+def number(kind: type, minimum: float, *, strict: bool = False):
+    """An argparse type: a ``kind`` number >= ``minimum`` (> with ``strict``)."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if value < minimum or (strict and value == minimum):
+            raise argparse.ArgumentTypeError(
+                f"must be {'>' if strict else '>='} {minimum}, got {text}")
+        return value
+    return parse
+
+
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """Load and path options shared by ``run`` and ``demo``."""
     g = parser.add_argument_group("load")
@@ -38,16 +52,19 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--salt-modes", type=csv_choices(SALT_MODES), default=list(SALT_MODES),
                    help="none: no cache_salt; salted: the workload's salt per request "
                         "(default: both)")
-    g.add_argument("--rate", type=float, default=math.inf,
-                   help="requests per second (default: inf, all at once)")
-    g.add_argument("--burstiness", type=float, default=1.0,
+    g.add_argument("--rate", type=number(float, 0, strict=True),
+                   help="requests per second; inf: all at once (default: the workload's "
+                        "arrival times if it has them, else inf)")
+    g.add_argument("--burstiness", type=number(float, 0, strict=True), default=1.0,
                    help="gamma shape of arrivals: 1 = Poisson (default), inf = constant")
-    g.add_argument("--max-concurrency", type=int, default=1,
+    g.add_argument("--max-concurrency", type=number(int, 0), default=1,
                    help="requests in flight at most (default: 1, serial; 0 = unlimited)")
-    g.add_argument("--warmup", type=int, default=2, help="warm-up requests per pass")
+    g.add_argument("--warmup", type=number(int, 0), default=2,
+                   help="warm-up requests per pass")
     g.add_argument("--prime", action="store_true",
                    help="send the workload once before measuring (measure a warm cache)")
-    g.add_argument("--timeout", type=float, default=600.0, help="per-request timeout, s")
+    g.add_argument("--timeout", type=number(float, 0, strict=True), default=600.0,
+                   help="per-request timeout, s")
     g.add_argument("--media-url", choices=URL_MODES, default="data",
                    help="send media inline (data:) or as file:// URLs (managed server)")
     g.add_argument("--audio-part", choices=("audio_url", "input_audio"), default="audio_url")
@@ -64,6 +81,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def options_from(args: argparse.Namespace) -> RunOptions:
+    if args.audio_part == "input_audio" and args.media_url != "data":
+        raise BenchError("--audio-part input_audio carries the audio inline: it needs "
+                         "--media-url data")
     return RunOptions(
         paths=args.paths, salt_modes=args.salt_modes, rate=args.rate,
         burstiness=args.burstiness, max_concurrency=args.max_concurrency or None,
@@ -72,8 +92,12 @@ def options_from(args: argparse.Namespace) -> RunOptions:
 
 
 def open_workload(spec: str, seed: int | None = None, requests: int | None = None):
+    """A generated workload directory as it is, or a spec generated (or reused) first."""
     path = Path(spec)
     if path.is_dir():
+        if seed is not None or requests is not None:
+            raise BenchError(f"--spec {spec}: a generated workload; --seed and --requests "
+                             "apply to spec files only")
         return load_workload(path)
     return load_workload(generate(spec, seed=seed, requests=requests))
 

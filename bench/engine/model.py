@@ -87,12 +87,19 @@ def build_model(env: EngineEnv, preset: str) -> LocalModel:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     (tmp / "preset.json").write_text(json.dumps(PRESETS[preset], indent=2, sort_keys=True))
-    proc = subprocess.run(
-        [str(env.python), str(script("build_omni.py")), str(tmp / "preset.json"), str(tmp)],
-        capture_output=True, text=True, timeout=600,
-    )
+    try:
+        proc = subprocess.run(
+            [str(env.python), str(script("build_omni.py")), str(tmp / "preset.json"), str(tmp)],
+            capture_output=True, text=True, timeout=600,
+        )
+    except subprocess.TimeoutExpired:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise BenchError(f"building model preset {preset!r} took over 600 s") from None
     if proc.returncode != 0:
         shutil.rmtree(tmp, ignore_errors=True)
         raise BenchError(f"building model preset {preset!r} failed:\n{proc.stderr[-3000:]}")
-    tmp.rename(out)
+    if (out / "config.json").exists():  # another run built it meanwhile: same files
+        shutil.rmtree(tmp, ignore_errors=True)
+    else:
+        tmp.rename(out)
     return LocalModel(out, preset)

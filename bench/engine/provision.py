@@ -56,9 +56,11 @@ def run_probe(python: Path) -> dict:
     """Run probe_env.py with ``python``; its JSON report."""
     proc = subprocess.run([str(python), str(script("probe_env.py"))],
                           capture_output=True, text=True, timeout=600)
-    if proc.returncode != 0:
-        raise BenchError(f"engine python {python}: probe failed:\n{proc.stderr[-2000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    try:
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        raise BenchError(f"engine python {python}: the environment probe failed "
+                         f"(exit {proc.returncode}):\n{proc.stderr[-2000:]}") from None
 
 
 def verify(python: Path, probe: dict) -> None:
@@ -129,7 +131,10 @@ def provision(spec: EngineSpec, console: Console | None = None) -> EngineEnv:
     with _locked(root.with_suffix(".lock")):
         marker = root / MARKER
         if marker.exists() and python.exists():
-            return EngineEnv(python, json.loads(marker.read_text()))
+            try:
+                return EngineEnv(python, json.loads(marker.read_text()))
+            except ValueError:
+                console.print(f"[yellow]{marker} is corrupt: rebuilding the environment[/]")
         if root.exists():  # a half-built environment from an interrupted run
             shutil.rmtree(root)
         console.print(f"Provisioning engine environment {spec} in {root} (first time only)")

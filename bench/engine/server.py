@@ -146,9 +146,6 @@ class ManagedServer:
             raise
         self.start_s = time.monotonic() - started
 
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
     def stop(self, grace_s: float = 30.0) -> None:
         """SIGTERM the whole process group, then SIGKILL what is left after ``grace_s``."""
         if self.proc is None:

@@ -68,7 +68,7 @@ async def run_cell(session: aiohttp.ClientSession, base_url: str, path, modality
             if not out["ok"]:
                 judged.append({"name": name, "error": out["error"]})
                 break
-            n, cached = out["prompt_tokens"], out["cached_tokens"] or 0
+            n, cached = out["prompt_tokens"], out["cached_tokens"]
             sent_prompt, sent_cached = sent_prompt + n, sent_cached + cached
             rule = step.second if i else "zero"
             judged.append({

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import aiohttp
 
 from bench import SCHEMA_VERSION
+from bench.cachedirs import cache_dir
 from bench.exchange import exchange
 from bench.isolation.cells import ERROR, LEAK, UNDER_HIT, run_cell
 from bench.isolation.probe import prompt
@@ -55,11 +57,11 @@ def exit_code(cells: list[dict]) -> int:
 class _Media:
     """Fresh probe media, registered in the context's media index as they are made."""
 
-    def __init__(self, ctx: PathContext, run_tag: str) -> None:
-        self.ctx, self.run_tag, self.count = ctx, run_tag, 0
+    def __init__(self, ctx: PathContext, root: Path) -> None:
+        self.ctx, self.root, self.count = ctx, root, 0
 
     def fresh(self, modality: str, purpose: str) -> str:
-        item = probe_media(modality, f"{self.run_tag}-{purpose}", self.count)
+        item = probe_media(modality, f"{modality}-{purpose}-{self.count:05d}", self.root)
         self.count += 1
         self.ctx.media[item.id] = item
         return item.id
@@ -70,7 +72,7 @@ async def run_isolation(target: Target, opts: IsolationOptions, run_id: str,
     """Run everything; ``isolation.json`` is rewritten after each cell (partial results)."""
     ctx = PathContext(target.base_url, target.model, {}, MediaUrls("data"),
                       timeout_s=opts.timeout_s)
-    media = _Media(ctx, run_id[-6:])
+    media = _Media(ctx, cache_dir("probe-media") / run_id)
     paths = {p.name: p for p in make_paths(opts.paths, ctx, opts.drop_salt_on)}
     result = {"schema_version": SCHEMA_VERSION, "kind": "saltbench-isolation", "run_id": run_id,
               "metadata": {**metadata, "isolation_options": {**opts.__dict__}},
@@ -87,6 +89,17 @@ async def run_isolation(target: Target, opts: IsolationOptions, run_id: str,
         if progress is not None:
             progress.advance(progress.task_ids[0])
 
+    try:
+        await _experiments(target, opts, ctx, media, paths, result, tick)
+    finally:
+        shutil.rmtree(media.root, ignore_errors=True)
+    result["complete"] = True
+    save()
+    return result
+
+
+async def _experiments(target: Target, opts: IsolationOptions, ctx: PathContext,
+                       media: _Media, paths: dict, result: dict, tick) -> None:
     async with aiohttp.ClientSession() as session:
         for name, modality in cells_of(opts):
             media_id = None if modality == "text" else media.fresh(modality, "cell")
@@ -108,9 +121,6 @@ async def run_isolation(target: Target, opts: IsolationOptions, run_id: str,
                     result["side_channel"] += await measure(session, paths[name], modality,
                                                             ids, opts.samples, opts.timeout_s)
                     tick()
-    result["complete"] = True
-    save()
-    return result
 
 
 async def _warm(session: aiohttp.ClientSession, path, modality: str, media: _Media,

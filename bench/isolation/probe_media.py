@@ -1,15 +1,15 @@
-"""Fresh media for isolation probes: distinct content of one size per modality, by seed.
+"""Fresh media for probes: distinct content of one size per modality.
 
-Probes need media that no other request (and no other probe) has sent, so each
-(purpose, index) gets its own seed. Files are cached under ``<cache>/probe-media``.
+Probes need media that no other request (and no other probe) has sent: each name gets
+its own seed. Files go to a directory the caller owns (and removes when done).
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
-from bench.cachedirs import cache_dir
 from bench.media import audio, file_digest, image, video
 from bench.workload import MediaItem
 
@@ -19,9 +19,6 @@ SIZES = {
     "audio": {"sample_rate": 16000, "channels": 1, "duration_s": 2.0},
     "video": {"width": 128, "height": 128, "fps": 4, "frame_count": 16},
 }
-
-FILES = {"image": (".png", "image/png"), "audio": (".wav", "audio/wav"),
-         "video": (".mp4", "video/mp4")}
 
 
 def _write(modality: str, stem: Path, seed: int):
@@ -33,16 +30,18 @@ def _write(modality: str, stem: Path, seed: int):
     return video.write(stem, kind="bouncing-ball", seed=seed, crf=23, **size)
 
 
-def probe_media(modality: str, purpose: str, index: int) -> MediaItem:
-    """The ``index``-th fresh item of ``modality`` for ``purpose`` (same args, same file)."""
-    seed = int.from_bytes(hashlib.sha256(f"{modality}/{purpose}/{index}".encode()).digest()[:4],
-                          "big")
-    suffix, mime = FILES[modality]
-    path = cache_dir("probe-media") / modality / f"{purpose}-{index:04d}{suffix}"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        _write(modality, path.with_suffix(""), seed)
+def probe_media(modality: str, name: str, root: Path) -> MediaItem:
+    """A fresh ``modality`` item called ``name`` in ``root``, written atomically.
+
+    The content depends on ``root`` too: give every run its own root, and no media of one
+    run is ever in a server's caches from another.
+    """
+    key = f"{root.resolve()}/{modality}/{name}"
+    seed = int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "big")
+    root.mkdir(parents=True, exist_ok=True)
+    written = _write(modality, root / f".{name}.partial", seed)
+    path = root / f"{name}{written.path.suffix}"
+    os.replace(written.path, path)
     sha, size = file_digest(path)
-    name = f"{modality}-{purpose}-{index}"
-    return MediaItem(id=name, modality=modality, path=path, mime=mime, sha256=sha, bytes=size,
-                     content_id=name, variant=False, params=dict(SIZES[modality]))
+    return MediaItem(id=name, modality=modality, path=path, mime=written.mime, sha256=sha,
+                     bytes=size, content_id=name, variant=False, params=dict(SIZES[modality]))

@@ -37,17 +37,19 @@ async def run_uuid_probe(session: aiohttp.ClientSession, base_url: str, path,
                      "mm_cache_hits": d.get("vllm:mm_cache_hits_total"),
                      "mm_cache_queries": d.get("vllm:mm_cache_queries_total")}
     same, cross = out["y-salt-a-same-uuid"], out["y-salt-b-same-uuid"]
-    full = full_hit_tokens(same["prompt_tokens"] or 0, block_size)
+    failed = next(((name, s["error"]) for name, s in out.items() if not s["ok"]), None)
+    if failed:
+        finding = f"probe failed at {failed[0]}: {failed[1]}"
+    else:
+        finding = _finding(same["cached_tokens"], full_hit_tokens(same["prompt_tokens"],
+                                                                  block_size), cross)
     return {"path": path.name, "steps": out,
             "same_salt_cached_tokens": same["cached_tokens"],
             "cross_salt_cached_tokens": cross["cached_tokens"],
-            "mm_cache_hits": cross["mm_cache_hits"],
-            "finding": _finding(same["cached_tokens"], full, cross)}
+            "mm_cache_hits": cross["mm_cache_hits"], "finding": finding}
 
 
-def _finding(same_cached: int | None, full: int, cross: dict) -> str:
-    if same_cached is None:
-        return "probe failed: " + str(cross.get("error"))
+def _finding(same_cached: int, full: int, cross: dict) -> str:
     parts = []
     if same_cached >= full > 0:
         parts.append(f"same salt: a DIFFERENT image with the same uuid got the full KV hit "

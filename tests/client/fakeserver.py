@@ -5,7 +5,9 @@ a number sleeps that many seconds, ``"RESET"`` aborts the connection, ``{"events
 writes ``n`` one-token chunk events; a leading ``{"status": s, "json"|"text": ...}``
 answers with that status and body instead of a stream. ``GET /<mode>/metrics`` serves
 Prometheus text whose counters grow with each scrape: ``settling`` for 3 scrapes,
-``forever`` without end.
+``forever`` without end. ``POST /v1/chat/completions`` streams a fixed two-token reply
+with usage (100 prompt tokens, none cached) and ``GET /metrics`` fixed counters, enough
+for saltbench's own runner to go through its motions.
 """
 
 from __future__ import annotations
@@ -90,6 +92,25 @@ async def _metrics(request: web.Request) -> web.Response:
     return web.Response(text=metrics_text(value), content_type="text/plain")
 
 
+CHAT_USAGE = {"prompt_tokens": 100, "completion_tokens": 2, "total_tokens": 102,
+              "prompt_tokens_details": {"cached_tokens": 0}}
+
+
+async def _chat(request: web.Request) -> web.StreamResponse:
+    await request.json()
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await response.prepare(request)
+    for _ in range(2):
+        await response.write(TOKEN_EVENT.encode())
+    await response.write(sse_event({"choices": [], "usage": CHAT_USAGE}).encode())
+    await response.write(b"data: [DONE]\n\n")
+    return response
+
+
+async def _fixed_metrics(request: web.Request) -> web.Response:
+    return web.Response(text=metrics_text(1.0))
+
+
 class FakeServer:
     """The fake app on 127.0.0.1 at a free port; a context manager, ``url`` its base."""
 
@@ -98,6 +119,8 @@ class FakeServer:
         self.app[SCRAPES] = {}
         self.app.router.add_post("/script", _script)
         self.app.router.add_get("/{mode}/metrics", _metrics)
+        self.app.router.add_post("/v1/chat/completions", _chat)
+        self.app.router.add_get("/metrics", _fixed_metrics)
         self.url = ""
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()

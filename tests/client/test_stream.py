@@ -42,7 +42,6 @@ def test_well_formed_stream_timings(server):
     # E2EL ends at the last token event, as in vLLM: TTFT + gaps, not the usage chunk.
     assert abs(result.ttft_s + sum(result.itl_s) - result.e2el_s) < 1e-9
     assert result.usage == USAGE
-    assert result.last_event == {"choices": [], "usage": USAGE}
     assert result.start_s > 0
 
 
@@ -58,7 +57,6 @@ def test_error_event_in_200_stream(server):
     result = run(server, [TOKEN_EVENT, sse_event(error), DONE])
     assert not result.ok and result.status == 200
     assert result.error == "error event: Internal server error"
-    assert result.last_event == error
 
 
 def test_http_400_json_body(server):
