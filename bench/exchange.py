@@ -5,11 +5,17 @@ from __future__ import annotations
 import aiohttp
 
 from bench.client.stream import post_stream
+from bench.salts import digest
 from bench.paths.base import is_token_event, usage_counts
 
 
 def _ms(seconds: float | None) -> float | None:
     return None if seconds is None else round(seconds * 1e3, 3)
+
+
+def _scrub(error: str | None, salt: str | None) -> str | None:
+    """A server may echo the request: never let a raw salt reach a record."""
+    return error.replace(salt, f"<salt {digest(salt)}>") if error and salt else error
 
 
 async def exchange(session: aiohttp.ClientSession, path, messages: list[dict],
@@ -18,7 +24,8 @@ async def exchange(session: aiohttp.ClientSession, path, messages: list[dict],
     try:
         url, body = await path.build(session, messages, max_tokens, salt)
     except Exception as exc:  # noqa: BLE001 - a request that cannot be built is a failure
-        return {"ok": False, "status": None, "error": f"build: {type(exc).__name__}: {exc}"[:500]}
+        return {"ok": False, "status": None,
+                "error": _scrub(f"build: {type(exc).__name__}: {exc}"[:500], salt)}
     result = await post_stream(session, url, body, timeout_s=timeout_s,
                                is_token_event=is_token_event)
     counts = usage_counts(result.usage)
@@ -26,6 +33,6 @@ async def exchange(session: aiohttp.ClientSession, path, messages: list[dict],
     if ok and (counts["prompt_tokens"] is None or counts["cached_tokens"] is None):
         ok, error = False, ("the final usage chunk has no prompt_tokens_details.cached_tokens: "
                             "start vLLM with --enable-prompt-tokens-details")
-    return {"ok": ok, "status": result.status, "error": error, **counts,
+    return {"ok": ok, "status": result.status, "error": _scrub(error, salt), **counts,
             "ttft_ms": _ms(result.ttft_s), "e2el_ms": _ms(result.e2el_s),
             "itl_ms": [round(x * 1e3, 3) for x in result.itl_s]}
