@@ -13,9 +13,11 @@ import collections
 import contextlib
 import fcntl
 import json
+import queue
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -72,6 +74,8 @@ def verify(python: Path, probe: dict) -> None:
                          + "\n".join(lines))
 
 
+#: Logs and CI get a line this often while pip works (a terminal gets a live status line).
+HEARTBEAT_S = 15.0
 _PIP_STEPS = ("Collecting", "Downloading", "Installing", "Successfully", "Building",
               "Uninstalling", "Using cached")
 
@@ -85,27 +89,40 @@ class _Pip:
     def __call__(self, args: list[str], what: str) -> None:
         cmd = [str(self.python), "-m", "pip", "--disable-pip-version-check", *args]
         tail: collections.deque[str] = collections.deque(maxlen=40)
+        lines: queue.Queue[str | None] = queue.Queue()
         start = last_print = time.monotonic()
+        step = "starting"
         with self.console.status(what) as status, subprocess.Popen(
             cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         ) as proc:
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                line = line.rstrip()
-                tail.append(line)
-                if not line.startswith(_PIP_STEPS):
-                    continue
+            threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True).start()
+            while True:
+                try:
+                    line = lines.get(timeout=HEARTBEAT_S)  # wakes up even when pip is quiet
+                except queue.Empty:
+                    line = ""
+                if line is None:
+                    break
+                if line:
+                    tail.append(line)
+                if line.startswith(_PIP_STEPS):
+                    step = line[:100]
                 now = time.monotonic()
-                step = f"{what} [{now - start:.0f}s]: {line[:100]}"
-                if self.console.is_terminal:
-                    status.update(step)
-                elif now - last_print >= 15:  # logs and CI: a line every 15 s
-                    self.console.print(step, highlight=False)
+                status.update(f"{what} [{now - start:.0f}s]: {step}")
+                if not self.console.is_terminal and now - last_print >= HEARTBEAT_S:
+                    self.console.print(f"{what} [{now - start:.0f}s]: {step}", highlight=False)
                     last_print = now
         if proc.returncode != 0:
             raise BenchError(f"pip {' '.join(args)} failed (exit {proc.returncode}); "
                              f"last lines of its output:\n" + "\n".join(tail))
         self.console.print(f"[green]✓[/] {what} ({time.monotonic() - start:.0f}s)")
+
+
+def _pump(stream, lines: queue.Queue) -> None:
+    """Move a pipe's lines into a queue; ``None`` marks its end."""
+    for line in stream:
+        lines.put(line.rstrip())
+    lines.put(None)
 
 
 @contextlib.contextmanager
