@@ -24,7 +24,8 @@ from bench.client.loadshape import arrival_offsets, dispatch
 from bench.exchange import exchange
 from bench.expectations import PrefixTracker, expected_cached
 from bench.paths import make_paths
-from bench.paths.base import PathContext, media_modalities, modality_label, tagged
+from bench.paths.base import (PathContext, media_modalities, modality_label, tagged,
+                              text_only)
 from bench.paths.media_urls import MediaUrls
 from bench.records import RecordWriter
 from bench.target import Target
@@ -136,10 +137,10 @@ class Runner:
         salt = self.salt_for(req, info.salt_mode)
         messages = tagged(req, info.tag)
         modalities = [] if path.text_only else media_modalities(req)
-        key_messages = _text_only(messages) if path.text_only else messages
+        key_messages = text_only(messages) if path.text_only else messages
         expect, key = tracker.start(salt, key_messages)
         record = {
-            "schema_version": SCHEMA_VERSION, "run_id": self.run_id, "seq": 0,
+            "schema_version": SCHEMA_VERSION, "run_id": self.run_id,
             "phase": phase, "pass": info.index, "path": path.name,
             "salt_mode": info.salt_mode, "salt_digest": salts.digest(salt),
             "request_id": req["id"], "case": req["case"], "tenant": req["tenant"],
@@ -155,14 +156,7 @@ class Runner:
             expected_cached(expect, record.get("prompt_tokens"), self.target.block_size)
             if record["ok"] else None)
         self.seq += 1
-        record["seq"] = self.seq
+        record["seq"] = self.seq  # the order in which requests finished
         self.writer.write(record)
         if self.progress is not None:
             self.progress.advance(self.progress.task_ids[0])
-
-
-def _text_only(messages: list[dict]) -> list[dict]:
-    return [{"role": m["role"], "content": [p for p in m["content"] if p["type"] == "text"]}
-            for m in messages]
-
-

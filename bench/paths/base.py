@@ -55,24 +55,23 @@ def tagged(req: dict, tag: str) -> list[dict]:
     return messages
 
 
-def openai_messages(messages: list[dict], ctx: PathContext, *, standins: dict | None = None,
-                    text_only: bool = False) -> list[dict]:
+def text_only(messages: list[dict]) -> list[dict]:
+    """The messages without their media parts (what the token-only path sends)."""
+    return [{"role": m["role"], "content": [p for p in m["content"] if p["type"] == "text"]}
+            for m in messages]
+
+
+def openai_messages(messages: list[dict], ctx: PathContext, *,
+                    standins: dict | None = None) -> list[dict]:
     """Manifest messages as OpenAI chat messages with content parts.
 
     ``standins`` replaces each media file by a tiny one of its modality (to render the
-    prompt template without touching the real media); ``text_only`` drops media parts.
+    prompt template without touching the real media).
     """
-    out = []
-    for msg in messages:
-        parts = []
-        for part in msg["content"]:
-            kind = part["type"]
-            if kind == "text":
-                parts.append({"type": "text", "text": part["text"]})
-            elif not text_only:
-                parts.append(media_part(kind, part["media"], ctx, standins, part.get("uuid")))
-        out.append({"role": msg["role"], "content": parts})
-    return out
+    return [{"role": msg["role"], "content": [
+        {"type": "text", "text": part["text"]} if part["type"] == "text"
+        else media_part(part["type"], part["media"], ctx, standins, part.get("uuid"))
+        for part in msg["content"]]} for msg in messages]
 
 
 def media_url(media_id: str, ctx: PathContext) -> str:

@@ -17,7 +17,7 @@ import aiohttp
 
 from bench.errors import BenchError
 from bench.paths.base import (PART_TYPES, PathContext, media_url, openai_messages, post_json,
-                              with_salt)
+                              text_only, with_salt)
 from bench.paths.media_urls import standins
 
 
@@ -63,7 +63,7 @@ class TokensPath(_GeneratePath):
 
     async def build(self, session: aiohttp.ClientSession, messages: list[dict],
                     max_tokens: int, salt: str | None) -> tuple[str, dict]:
-        rendered = await self.render(session, openai_messages(messages, self.ctx, text_only=True))
+        rendered = await self.render(session, openai_messages(text_only(messages), self.ctx))
         return self.url, self.generate_body(rendered["token_ids"], max_tokens, salt)
 
 
