@@ -9,7 +9,7 @@ $(VENV)/.installed: pyproject.toml
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[test]'
 	touch $@
 
-.PHONY: demo test engine
+.PHONY: demo test engine lint
 demo: $(VENV)/.installed
 	$(VENV)/bin/python run_bench.py demo $(ARGS)
 
@@ -17,5 +17,8 @@ demo: $(VENV)/.installed
 engine: $(VENV)/.installed
 	$(VENV)/bin/python run_bench.py engine provision
 
-test: engine
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check .
+
+test: lint engine
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)

@@ -59,7 +59,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
-    signal.signal(signal.SIGTERM, _terminate)  # a managed server is stopped on SIGTERM too
+    # Installed explicitly: a process started from a non-interactive shell's background job
+    # inherits SIGINT=ignored, and a managed server must be stopped on SIGTERM too.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         return int(args._module.run(args) or 0)
     except BenchError as exc:

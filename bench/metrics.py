@@ -10,7 +10,7 @@ population deviation; percentiles are ``numpy.percentile`` (linear). Where vLLM 
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 

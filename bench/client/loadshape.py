@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from typing import Awaitable, Callable, Literal, Sequence, TypeVar
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Literal, TypeVar
 
 import numpy as np
 

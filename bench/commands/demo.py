@@ -16,20 +16,23 @@ import aiohttp
 from rich.console import Console
 
 from bench import salts
-from bench.benchmark import REPORTS, new_run_id, run_benchmark
 from bench.cachedirs import cache_dir
-from bench.commands.isolation import isolate
-from bench.commands.run import add_run_arguments, open_workload, options_from
-from bench.exchange import exchange
-from bench.isolation.experiment import IsolationOptions, exit_code
+from bench.engine.target import Target, open_target
+from bench.isolation.experiment import IsolationOptions, isolate
 from bench.isolation.probe import prompt
 from bench.isolation.probe_media import probe_media
+from bench.options import add_run_arguments, add_target_arguments, options_from
+from bench.outputs import REPORTS, new_run_id
 from bench.paths.base import PathContext
 from bench.paths.chat import ChatPath
 from bench.paths.media_urls import MediaUrls
-from bench.results import problems
-from bench.tables import Table, ms, print_isolation, print_summary, report_console, to_rich
-from bench.target import Target, add_target_arguments, open_target
+from bench.report.tables import Table, ms, print_isolation, print_summary, report_console, to_rich
+from bench.run.exchange import exchange
+from bench.run.session import run_benchmark
+from bench.verdicts.isolation import exit_code
+from bench.verdicts.runs import problems
+from bench.vocab import MEDIA_MODALITIES
+from bench.workload import open_workload
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,7 +51,7 @@ async def salt_sequence(target: Target, media_root: Path) -> list[dict]:
     rows = []
     seq = [("none", None), ("none", None), ("A", "a"), ("A", "a"), ("B", "b")]
     async with aiohttp.ClientSession() as session:
-        for modality in ("image", "audio", "video"):
+        for modality in MEDIA_MODALITIES:
             item = probe_media(modality, f"{modality}-demo", media_root)  # never sent before
             ctx = PathContext(target.base_url, target.model, {item.id: item}, MediaUrls("data"))
             messages = prompt(modality, item.id)  # a fresh nonce: nothing cached before

@@ -10,7 +10,8 @@ from rich.console import Console
 
 from bench.engine.provision import env_dir, open_env, provision
 from bench.engine.spec import default_engine_spec
-from bench.target import add_target_arguments, open_target
+from bench.engine.target import open_target
+from bench.options import add_target_arguments
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -8,6 +8,7 @@ from collections import Counter
 from rich.console import Console
 from rich.table import Table
 
+from bench.vocab import MEDIA_MODALITIES
 from bench.workload import Workload, load_workload
 
 
@@ -31,7 +32,7 @@ def summarise(wl: Workload) -> list[Table]:
         n += 1
         expect[req["oracle"]["expect"]] += 1
         modalities.update(req["modalities"] or ["text"])
-        tenants[(req["tenant"], req["salt"])] += 1
+        tenants[(req["tenant"], req["salt_ref"])] += 1
         turns[req["turn"]] += 1
         uses.update(p["media"] for m in req["messages"] for p in m["content"] if "media" in p)
         last_arrival = req["arrival_s"]
@@ -51,7 +52,7 @@ def summarise(wl: Workload) -> list[Table]:
     media = Table(title="media")
     for col in ("modality", "reqs", "files", "contents", "variants", "MB", "refs", "refs/file"):
         media.add_column(col, justify="right" if col != "modality" else "left")
-    for modality in ("image", "audio", "video"):
+    for modality in MEDIA_MODALITIES:
         items = [m for m in wl.media.values() if m.modality == modality]
         refs = sum(uses[m.id] for m in items)
         media.add_row(modality, str(modalities[modality]), str(len(items)),

@@ -6,20 +6,18 @@ Exit codes: 0 all isolated, 1 a leak or under-hit found, 2 could not run.
 from __future__ import annotations
 
 import argparse
-import asyncio
 from pathlib import Path
 
 from rich.console import Console
 
-from bench.benchmark import REPORTS, new_run_id
-from bench.commands.run import csv_choices
-from bench.isolation.experiment import (MODALITIES, IsolationOptions, exit_code, run_isolation,
-                                        total_steps)
-from bench.metadata import base_metadata
+from bench.engine.target import open_target
+from bench.isolation.experiment import IsolationOptions, isolate
+from bench.options import add_target_arguments, csv_choices
+from bench.outputs import ISOLATION_FILE, REPORTS, new_run_id
 from bench.paths import PATHS
-from bench.progress import progress_bar
-from bench.tables import print_isolation, report_console
-from bench.target import Target, add_target_arguments, open_target
+from bench.report.tables import print_isolation, report_console
+from bench.verdicts.isolation import exit_code
+from bench.vocab import MODALITIES
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,16 +30,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_target_arguments(parser)
 
 
-def isolate(target: Target, opts: IsolationOptions, out_dir: Path, run_id: str,
-            console: Console) -> dict:
-    """Run the isolation experiment against ``target``; write ``out_dir/isolation.json``."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with progress_bar(console, "isolation", total_steps(opts)) as progress:
-        return asyncio.run(run_isolation(target, opts, run_id, out_dir / "isolation.json",
-                                         {**base_metadata(), "target": target.metadata},
-                                         progress))
-
-
 def run(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
     opts = IsolationOptions(paths=args.paths, modalities=args.modalities,
@@ -51,5 +39,5 @@ def run(args: argparse.Namespace) -> int:
     with open_target(args, console) as target:
         result = isolate(target, opts, out, run_id, console)
     print_isolation(result, report_console())
-    console.print(f"isolation results: {out / 'isolation.json'} ({result['duration_s']:.0f}s)")
+    console.print(f"isolation results: {out / ISOLATION_FILE} ({result['duration_s']:.0f}s)")
     return exit_code(result["cells"])

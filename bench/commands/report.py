@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bench.benchmark import REPORTS
+from bench.outputs import REPORTS
 from bench.results import read_results
 
 

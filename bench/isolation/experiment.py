@@ -2,31 +2,33 @@
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import aiohttp
+from rich.console import Console
 
 from bench import SCHEMA_VERSION
 from bench.cachedirs import cache_dir
-from bench.exchange import exchange
-from bench.isolation.cells import ERROR, LEAK, UNDER_HIT, run_cell
+from bench.docio import write_json
+from bench.engine.target import Target
+from bench.isolation.cells import run_cell
 from bench.isolation.probe import prompt
 from bench.isolation.probe_media import probe_media
 from bench.isolation.side_channel import measure
 from bench.isolation.uuid_probe import run_uuid_probe
-from bench.paths import PATHS, make_paths
-from bench.paths.base import PathContext
+from bench.metadata import base_metadata
+from bench.outputs import ISOLATION_FILE, ISOLATION_KIND
+from bench.paths import PATHS, make_paths, media_paths, uuid_paths
+from bench.paths.base import PathContext, RequestPath
 from bench.paths.media_urls import MediaUrls
-from bench.results import write_results
-from bench.target import Target
-
-MODALITIES = ("text", "image", "audio", "video")
-TEXT_ONLY_PATHS = ("generate-tokens",)
-UUID_PATHS = ("chat", "generate-parts")
-SIDE_CHANNEL_PATHS = ("chat", "generate-parts", "generate-features")
+from bench.progress import progress_bar
+from bench.run.exchange import exchange
+from bench.vocab import MEDIA_MODALITIES, MODALITIES
 
 
 @dataclass
@@ -43,15 +45,7 @@ class IsolationOptions:
 def cells_of(opts: IsolationOptions) -> list[tuple[str, str]]:
     """(path, modality) cells: token-only paths carry text prompts only."""
     return [(p, m) for p in opts.paths for m in opts.modalities
-            if m == "text" or p not in TEXT_ONLY_PATHS]
-
-
-def exit_code(cells: list[dict]) -> int:
-    """0: all isolated; 1: a leak or an under-hit; 2: could not run."""
-    verdicts = {c["verdict"] for c in cells}
-    if verdicts & {LEAK, UNDER_HIT}:
-        return 1
-    return 2 if ERROR in verdicts or not cells else 0
+            if m == "text" or not PATHS[p].text_only]
 
 
 class _Media:
@@ -74,7 +68,7 @@ async def run_isolation(target: Target, opts: IsolationOptions, run_id: str,
                       timeout_s=opts.timeout_s)
     media = _Media(ctx, cache_dir("probe-media") / run_id)
     paths = {p.name: p for p in make_paths(opts.paths, ctx, opts.drop_salt_on)}
-    result = {"schema_version": SCHEMA_VERSION, "kind": "saltbench-isolation", "run_id": run_id,
+    result = {"schema_version": SCHEMA_VERSION, "kind": ISOLATION_KIND, "run_id": run_id,
               "metadata": {**metadata, "isolation_options": {**opts.__dict__}},
               "cells": [], "uuid_probe": [], "side_channel": [], "duration_s": None,
               "complete": False}
@@ -82,7 +76,7 @@ async def run_isolation(target: Target, opts: IsolationOptions, run_id: str,
 
     def save() -> None:
         result["duration_s"] = round(time.monotonic() - start, 1)
-        write_results(out_path, result)
+        write_json(out_path, result)
 
     def tick() -> None:
         save()
@@ -99,7 +93,8 @@ async def run_isolation(target: Target, opts: IsolationOptions, run_id: str,
 
 
 async def _experiments(target: Target, opts: IsolationOptions, ctx: PathContext,
-                       media: _Media, paths: dict, result: dict, tick) -> None:
+                       media: _Media, paths: dict[str, RequestPath], result: dict,
+                       tick: Callable[[], None]) -> None:
     async with aiohttp.ClientSession() as session:
         for name, modality in cells_of(opts):
             media_id = None if modality == "text" else media.fresh(modality, "cell")
@@ -109,21 +104,21 @@ async def _experiments(target: Target, opts: IsolationOptions, ctx: PathContext,
                                                   opts.timeout_s))
             tick()
         if opts.uuid_probe and "image" in opts.modalities:
-            for name in (p for p in UUID_PATHS if p in paths):
+            for name in (p for p in uuid_paths() if p in paths):
                 result["uuid_probe"].append(await run_uuid_probe(
                     session, target.base_url, paths[name], media.fresh("image", "uuid-x"),
                     media.fresh("image", "uuid-y"), target.block_size, opts.timeout_s))
                 tick()
         if opts.samples:
-            for name in (p for p in SIDE_CHANNEL_PATHS if p in paths):
-                for modality in (m for m in opts.modalities if m != "text"):
+            for name in (p for p in media_paths() if p in paths):
+                for modality in (m for m in opts.modalities if m in MEDIA_MODALITIES):
                     ids = [media.fresh(modality, "side") for _ in range(3 * opts.samples)]
                     result["side_channel"] += await measure(session, paths[name], modality,
                                                             ids, opts.samples, opts.timeout_s)
                     tick()
 
 
-async def _warm(session: aiohttp.ClientSession, path, modality: str, media: _Media,
+async def _warm(session: aiohttp.ClientSession, path: RequestPath, modality: str, media: _Media,
                 timeout_s: float) -> None:
     """Two untimed, unjudged requests so that compilation does not land in a cell."""
     for _ in range(2):
@@ -135,9 +130,19 @@ def total_steps(opts: IsolationOptions) -> int:
     """How many progress ticks ``run_isolation`` makes."""
     n = len(cells_of(opts))
     if opts.uuid_probe and "image" in opts.modalities:
-        n += len([p for p in UUID_PATHS if p in opts.paths])
+        n += len([p for p in uuid_paths() if p in opts.paths])
     if opts.samples:
-        n += len([p for p in SIDE_CHANNEL_PATHS if p in opts.paths]) * len(
-            [m for m in opts.modalities if m != "text"])
+        n += len([p for p in media_paths() if p in opts.paths]) * len(
+            [m for m in opts.modalities if m in MEDIA_MODALITIES])
     return n
+
+
+def isolate(target: Target, opts: IsolationOptions, out_dir: Path, run_id: str,
+            console: Console) -> dict:
+    """Run the isolation experiment against ``target``; write ``out_dir/isolation.json``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with progress_bar(console, "isolation", total_steps(opts)) as progress:
+        return asyncio.run(run_isolation(target, opts, run_id, out_dir / ISOLATION_FILE,
+                                         {**base_metadata(), "target": target.metadata},
+                                         progress))
 

@@ -15,8 +15,9 @@ import secrets
 import aiohttp
 import numpy as np
 
-from bench.exchange import exchange
 from bench.isolation.probe import prompt
+from bench.paths.base import RequestPath
+from bench.run.exchange import exchange
 
 CROSS_TENANT, REFERENCE = "cross-tenant-media", "unsalted-hit-vs-miss"
 
@@ -50,8 +51,8 @@ def summarize(path: str, modality: str, kind: str, slow: list[float],
             "distinguishable": bool(low > 0.5 or high < 0.5)}
 
 
-async def measure(session: aiohttp.ClientSession, path, modality: str, media: list[str],
-                  samples: int, timeout_s: float) -> list[dict]:
+async def measure(session: aiohttp.ClientSession, path: RequestPath, modality: str,
+                  media: list[str], samples: int, timeout_s: float) -> list[dict]:
     """Interleaved samples of both comparisons for one path x modality.
 
     ``media`` holds ``3 * samples`` fresh media ids: per sample one that tenant A sends

@@ -12,13 +12,14 @@ import secrets
 
 import aiohttp
 
-from bench import counters
-from bench.exchange import exchange
-from bench.expectations import full_hit_tokens
 from bench.isolation.probe import nonce, prompt
+from bench.paths.base import RequestPath
+from bench.run import counters
+from bench.run.exchange import exchange
+from bench.verdicts.requests import full_hit_tokens
 
 
-async def run_uuid_probe(session: aiohttp.ClientSession, base_url: str, path,
+async def run_uuid_probe(session: aiohttp.ClientSession, base_url: str, path: RequestPath,
                          image_x: str, image_y: str, block_size: int,
                          timeout_s: float) -> dict:
     """Send X then Y under one uuid (salts A, B, A) and a Y without uuid (control)."""

@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+import aiohttp
+
 from bench.errors import BenchError
-from bench.paths.base import PathContext
+from bench.paths.base import PathContext, RequestPath
 from bench.paths.chat import ChatPath
 from bench.paths.generate import FeaturesPath, PartsPath, TokensPath
 
-PATHS = {cls.name: cls for cls in (ChatPath, TokensPath, PartsPath, FeaturesPath)}
+PATHS: dict[str, type[RequestPath]] = {
+    cls.name: cls for cls in (ChatPath, TokensPath, PartsPath, FeaturesPath)}
+
+
+def media_paths() -> tuple[str, ...]:
+    """Names of the paths that carry a request's media."""
+    return tuple(n for n, cls in PATHS.items() if not cls.text_only)
+
+
+def uuid_paths() -> tuple[str, ...]:
+    """Names of the paths that forward a client ``uuid`` per media item."""
+    return tuple(n for n, cls in PATHS.items() if cls.accepts_uuid)
 
 
 class SaltDropping:
@@ -16,14 +29,17 @@ class SaltDropping:
     It proves that saltbench catches a leak; it never changes what vLLM does.
     """
 
-    def __init__(self, path) -> None:
-        self.path, self.name, self.text_only = path, path.name, path.text_only
+    def __init__(self, path: RequestPath) -> None:
+        self.path, self.name = path, path.name
+        self.text_only, self.accepts_uuid = path.text_only, path.accepts_uuid
 
-    async def build(self, session, messages: list[dict], max_tokens: int, salt: str | None):
+    async def build(self, session: aiohttp.ClientSession, messages: list[dict],
+                    max_tokens: int, salt: str | None) -> tuple[str, dict]:
         return await self.path.build(session, messages, max_tokens, None)
 
 
-def make_paths(names: list[str], ctx: PathContext, drop_salt_on: tuple[str, ...] = ()) -> list:
+def make_paths(names: list[str], ctx: PathContext,
+               drop_salt_on: tuple[str, ...] = ()) -> list[RequestPath]:
     """Path objects for ``names``; an unknown name is a BenchError listing the known ones."""
     unknown = [n for n in [*names, *drop_salt_on] if n not in PATHS]
     if unknown:

@@ -4,13 +4,29 @@ salt in the body, and how a stream's events and usage are read."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
 import aiohttp
 
 from bench.errors import BenchError
 from bench.paths.media_urls import MediaUrls
 from bench.workload import MediaItem
+
+
+class RequestPath(Protocol):
+    """One way into vLLM. Capabilities are class attributes, read by the experiments."""
+
+    name: ClassVar[str]
+    #: Sends the request's text only (its media are dropped).
+    text_only: ClassVar[bool]
+    #: Forwards a client ``uuid`` per media item (which replaces the content hash).
+    accepts_uuid: ClassVar[bool]
+
+    async def build(self, session: aiohttp.ClientSession, messages: list[dict],
+                    max_tokens: int, salt: str | None) -> tuple[str, dict]:
+        """The URL and JSON body of one streamed request."""
+        ...
+
 
 #: OpenAI chat content-part type per modality.
 PART_TYPES = {"image": "image_url", "audio": "audio_url", "video": "video_url"}

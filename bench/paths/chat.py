@@ -10,6 +10,7 @@ from bench.paths.base import PathContext, openai_messages, with_salt
 class ChatPath:
     name = "chat"
     text_only = False
+    accepts_uuid = True
 
     def __init__(self, ctx: PathContext) -> None:
         self.ctx = ctx

@@ -16,8 +16,15 @@ from __future__ import annotations
 import aiohttp
 
 from bench.errors import BenchError
-from bench.paths.base import (PART_TYPES, PathContext, media_url, openai_messages, post_json,
-                              text_only, with_salt)
+from bench.paths.base import (
+    PART_TYPES,
+    PathContext,
+    media_url,
+    openai_messages,
+    post_json,
+    text_only,
+    with_salt,
+)
 from bench.paths.media_urls import standins
 
 
@@ -34,6 +41,7 @@ def collapse_placeholders(token_ids: list[int], placeholders: dict) -> list[int]
 class _GeneratePath:
     name = ""
     text_only = False
+    accepts_uuid = False
 
     def __init__(self, ctx: PathContext) -> None:
         self.ctx = ctx
@@ -69,6 +77,7 @@ class TokensPath(_GeneratePath):
 
 class PartsPath(_GeneratePath):
     name = "generate-parts"
+    accepts_uuid = True
 
     async def build(self, session: aiohttp.ClientSession, messages: list[dict],
                     max_tokens: int, salt: str | None) -> tuple[str, dict]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 from matplotlib.figure import SubFigure
@@ -11,15 +11,10 @@ from matplotlib.patches import Patch, Rectangle
 
 from bench.report.load import Run
 from bench.report.style import figure, legend, series_label, series_style, wrap
-
-VERDICTS = {  # verdict: (colour, hatch); ink on ISOLATED/UNDER-HIT is dark, on the others white
-    "ISOLATED": ("#009E73", ""), "LEAK": ("#D55E00", "xx"),
-    "UNDER-HIT": ("#F0E442", ".."), "ERROR": ("#555555", "//"),
-}
-
+from bench.vocab import MODALITY_LABELS, VERDICT_STYLE
 
 #: Modalities in a fixed reading order (anything else after them, as first seen).
-_MODALITY_ORDER = {m: i for i, m in enumerate(("text", "image", "audio", "video", "mixed"))}
+_MODALITY_ORDER = {m: i for i, m in enumerate(MODALITY_LABELS)}
 
 
 def _ordered(items) -> list:
@@ -195,11 +190,10 @@ def isolation_heatmap(runs: list[Run]) -> SubFigure | None:
         paths = _ordered(c["path"] for c in cells)
         mods = _by_modality(_ordered(c["modality"] for c in cells))
         for c in cells:
-            colour, hatch = VERDICTS.get(c["verdict"], ("#FFFFFF", ""))
+            colour, hatch, ink = VERDICT_STYLE.get(c["verdict"], ("#FFFFFF", "", "black"))
             x, y = mods.index(c["modality"]), paths.index(c["path"])
             ax.add_patch(Rectangle((x - 0.5, y - 0.5), 1, 1, facecolor=colour, hatch=hatch,
                                    edgecolor="white", linewidth=2))
-            ink = "black" if c["verdict"] in ("ISOLATED", "UNDER-HIT") else "white"
             ax.text(x, y, f"{c['verdict']}\nleaked: {c.get('leaked_tokens') or 0} tokens",
                     ha="center", va="center", fontsize=8, color=ink, fontweight="bold",
                     bbox={"facecolor": colour, "edgecolor": "none", "pad": 1.5})
@@ -213,7 +207,7 @@ def isolation_heatmap(runs: list[Run]) -> SubFigure | None:
         if len(iso_runs) > 1:
             ax.set_title(run.label)
     legend(fig, [Patch(facecolor=c, hatch=h, edgecolor="black", label=v)
-                 for v, (c, h) in VERDICTS.items()])
+                 for v, (c, h, _) in VERDICT_STYLE.items()])
     return fig
 
 
@@ -228,7 +222,7 @@ def side_channel(runs: list[Run]) -> SubFigure | None:
                         "(AUC with confidence interval)", iso_runs,
                         size=(10, 2.2 + 0.35 * len(rows)))
     ax.axvline(0.5, color="black", linestyle="--", linewidth=1)
-    for y, (run, s) in enumerate(rows):
+    for y, (_, s) in enumerate(rows):
         st = series_style(kinds.index(s["kind"]))
         ax.errorbar(s["auc"], y, xerr=[[s["auc"] - s["ci_low"]], [s["ci_high"] - s["auc"]]],
                     fmt=st["marker"], color=st["color"], capsize=3, markersize=7,

@@ -7,7 +7,7 @@ from html import escape
 from pathlib import Path
 from string import Template
 
-from bench import tables
+from bench.report import tables
 from bench.report.load import Run
 
 PAGE = Template("""<!DOCTYPE html>

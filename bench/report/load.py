@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from bench import SCHEMA_VERSION
+from bench.docio import read_document
 from bench.errors import BenchError
-from bench.records import read_records
+from bench.outputs import ISOLATION_FILE, ISOLATION_KIND, RECORDS_FILE, RESULTS_FILE
 from bench.results import read_results
+from bench.run.records import read_records
+from bench.vocab import MEASURE
 
 
 @dataclass
@@ -48,20 +50,12 @@ class Run:
 def results_path(arg: Path) -> Path:
     """``arg`` itself if it is a file, else ``arg/results.json``."""
     path = Path(arg)
-    return path / "results.json" if path.is_dir() else path
+    return path / RESULTS_FILE if path.is_dir() else path
 
 
 def read_isolation(path: Path) -> dict:
     """An ``isolation.json``; ``BenchError`` naming the file if it is not one."""
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise BenchError(f"{path}: not a readable isolation file: {exc}") from None
-    if not isinstance(data, dict) or data.get("kind") != "saltbench-isolation":
-        raise BenchError(f"{path}: not a saltbench isolation file")
-    if data.get("schema_version") != SCHEMA_VERSION:
-        raise BenchError(f"{path}: schema_version {data.get('schema_version')} is not "
-                         f"{SCHEMA_VERSION}")
+    data = read_document(path, ISOLATION_KIND, SCHEMA_VERSION)
     for key in ("cells", "side_channel"):
         if not isinstance(data.get(key, []), list):
             raise BenchError(f"{path}: {key!r} is not a list")
@@ -77,11 +71,11 @@ def load_run(arg: Path, label: str | None = None) -> Run:
             raise BenchError(f"{path}: missing {key!r}")
     if not results["passes"]:
         raise BenchError(f"{path}: no passes recorded; nothing to report")
-    records_file = path.parent / "records.jsonl"
+    records_file = path.parent / RECORDS_FILE
     if not records_file.exists():
         raise BenchError(f"{records_file}: missing (it sits next to {path.name})")
-    measured = [r for r in read_records(records_file) if r.get("phase") == "measure"]
-    iso_file = path.parent / "isolation.json"
+    measured = [r for r in read_records(records_file) if r.get("phase") == MEASURE]
+    iso_file = path.parent / ISOLATION_FILE
     isolation = read_isolation(iso_file) if iso_file.exists() else None
     return Run(label or results["run_id"], path.parent, results, measured, isolation)
 

@@ -1,4 +1,4 @@
-"""The Markdown summary (PR comment, step summary), from the tables in :mod:`bench.tables`.
+"""The Markdown summary (PR comment, step summary), from the tables in :mod:`bench.report.tables`.
 
 The HTML page and the console render the same tables, so all agree on every number.
 """
@@ -6,7 +6,8 @@ The HTML page and the console render the same tables, so all agree on every numb
 from __future__ import annotations
 
 from bench.report.load import Run
-from bench.tables import Table, expectations_line, pass_table, verdict_table
+from bench.report.tables import Table, expectations_line, pass_table, verdict_table
+
 
 def meta_line(run: Run) -> str:
     return " · ".join(f"{k} **{v}**" for k, v in run.meta().items())

@@ -20,13 +20,14 @@ from typing import Any
 
 import numpy as np
 
-from bench import SCHEMA_VERSION, __version__
+from bench import __version__
 from bench.cachedirs import cache_dir
 from bench.errors import BenchError
 from bench.media import library_versions
+from bench.vocab import EXPECTATIONS, MEDIA_MODALITIES
 from bench.workload import manifest
 from bench.workload.pool import PREFIX, MediaPool
-from bench.workload.spec import MODALITIES, WorkloadSpec, load
+from bench.workload.spec import WorkloadSpec, load
 
 #: Bumped whenever the same spec and seed would produce different files.
 GENERATOR_VERSION = 2
@@ -121,8 +122,8 @@ class _Builder:
             req = self._advance(self._new_session())
         req["id"] = f"r{index:06d}"
         digests = self._digests(req["messages"])
-        prefix_of, shared, expect, why = self.oracle.judge(req["salt"], digests)
-        self.oracle.record(req["id"], req["salt"], digests)
+        prefix_of, shared, expect, why = self.oracle.judge(req["salt_ref"], digests)
+        self.oracle.record(req["id"], req["salt_ref"], digests)
         req["oracle"] = {"prefix_of": prefix_of, "shared_messages": shared, "expect": expect,
                          "reason": f"{req.pop('_intent')}: {why}"}
         return req
@@ -185,9 +186,9 @@ class _Builder:
     def _request(self, case: str, tenant: str, salt: str | None, session: str, turn: int,
                  messages: list[dict[str, Any]], intent: str) -> dict[str, Any]:
         present = {p["type"] for m in messages for p in m["content"]}
-        return {"id": "", "case": case, "tenant": tenant, "salt": salt, "session": session,
+        return {"id": "", "case": case, "tenant": tenant, "salt_ref": salt, "session": session,
                 "turn": turn, "arrival_s": None, "messages": list(messages),
-                "modalities": [m for m in MODALITIES if m in present],
+                "modalities": [m for m in MEDIA_MODALITIES if m in present],
                 "max_tokens": self.spec.max_tokens, "oracle": None, "_intent": intent}
 
     def _system(self, case: str, tenant: str) -> dict[str, Any]:
@@ -258,15 +259,15 @@ def write_workload(spec: WorkloadSpec, out: Path) -> BuildStats:
             cases.add(req["case"])
     media_counts = Counter(mid.split("-")[0] for mid in pool.sha256)
     manifest.write_metadata(out, {
-        "schema_version": SCHEMA_VERSION,
+        "kind": manifest.KIND, "schema_version": manifest.VERSION,
         "generator": {"name": "saltbench", "version": __version__, "format": GENERATOR_VERSION},
         "spec": {"name": spec.name, "description": spec.description, "file": spec.path.name,
                  "sha256": spec.sha256},
         "seed": spec.seed,
         "counts": {"requests": spec.requests, "cases": len(cases),
                    "media": {m: media_counts[p] for m, p in PREFIX.items()},
-                   "media_bytes": pool.bytes, "expect": {k: expect[k] for k in manifest.EXPECT}},
-        "tenants": [{"id": t, "salt": builder.salts[t]} for t in builder.tenants],
+                   "media_bytes": pool.bytes, "expect": {k: expect[k] for k in EXPECTATIONS}},
+        "tenants": [{"id": t, "salt_ref": builder.salts[t]} for t in builder.tenants],
         "libraries": library_versions(),
     })
     return BuildStats(requests=spec.requests, seconds=time.perf_counter() - start,
@@ -313,8 +314,20 @@ def _is_current(target: Path, ws: WorkloadSpec) -> bool:
         meta = json.loads((target / manifest.META_FILE).read_text())
     except (OSError, ValueError):
         return False
-    return (meta.get("schema_version") == SCHEMA_VERSION
+    return (meta.get("schema_version") == manifest.VERSION
             and meta.get("generator", {}).get("format") == GENERATOR_VERSION
             and meta.get("spec", {}).get("sha256") == ws.sha256
             and meta.get("seed") == ws.seed
             and meta.get("counts", {}).get("requests") == ws.requests)
+
+
+def open_workload(spec: str, seed: int | None = None,
+                  requests: int | None = None) -> manifest.Workload:
+    """A generated workload directory as it is, or a spec generated (or reused) first."""
+    path = Path(spec)
+    if path.is_dir():
+        if seed is not None or requests is not None:
+            raise BenchError(f"--spec {spec}: a generated workload; --seed and --requests "
+                             "apply to spec files only")
+        return manifest.load_workload(path)
+    return manifest.load_workload(generate(spec, seed=seed, requests=requests))

@@ -6,13 +6,18 @@ Lines are checked against :data:`WORKLOAD_SCHEMA` on read; errors name the file 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from bench import SCHEMA_VERSION
+from bench.docio import read_document, write_text
 from bench.errors import BenchError
+from bench.vocab import EXPECTATIONS
 
+KIND = "saltbench-workload"
+#: Version of the workload files (2: ``salt_ref`` names a salt reference, never a salt).
+VERSION = 2
 META_FILE = "workload.json"
 REQUESTS_FILE = "requests.jsonl"
 MEDIA_FILE = "media.jsonl"
@@ -22,7 +27,7 @@ _OPT_STR = (str, type(None))
 #: Required keys and their JSON types, per line kind.
 WORKLOAD_SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
     "request": {
-        "id": (str,), "case": (str,), "tenant": (str,), "salt": _OPT_STR, "session": _OPT_STR,
+        "id": (str,), "case": (str,), "tenant": (str,), "salt_ref": _OPT_STR, "session": _OPT_STR,
         "turn": (int,), "arrival_s": (int, float, type(None)), "messages": (list,),
         "modalities": (list,), "max_tokens": (int,), "oracle": (dict,),
     },
@@ -35,7 +40,6 @@ WORKLOAD_SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
         "bytes": (int,), "content_id": (str,), "variant": (bool,), "params": (dict,),
     },
 }
-EXPECT = ("full", "partial", "none")
 ROLES = ("system", "user", "assistant")
 
 
@@ -76,7 +80,7 @@ def dump(obj: Any) -> str:
 
 
 def write_metadata(directory: Path, meta: dict[str, Any]) -> None:
-    (directory / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    write_text(directory / META_FILE, json.dumps(meta, indent=2, sort_keys=True) + "\n")
 
 
 def workload_dir(path: str | Path) -> Path:
@@ -89,15 +93,7 @@ def workload_dir(path: str | Path) -> Path:
 
 
 def read_metadata(directory: Path) -> dict[str, Any]:
-    file = directory / META_FILE
-    try:
-        meta = json.loads(file.read_text())
-    except (OSError, ValueError) as exc:
-        raise BenchError(f"{file}: unreadable: {exc}") from None
-    if meta.get("schema_version") != SCHEMA_VERSION:
-        raise BenchError(f"{file}: schema_version {meta.get('schema_version')!r} is not "
-                         f"{SCHEMA_VERSION}; regenerate the workload")
-    return meta
+    return read_document(directory / META_FILE, KIND, VERSION)
 
 
 def load_workload(path: str | Path) -> Workload:
@@ -136,8 +132,8 @@ def check(kind: str, obj: Any) -> str | None:
     problem = _keys("oracle", obj["oracle"], "oracle.")
     if problem:
         return problem
-    if obj["oracle"]["expect"] not in EXPECT:
-        return f"oracle.expect: must be one of {list(EXPECT)}, got {obj['oracle']['expect']!r}"
+    if obj["oracle"]["expect"] not in EXPECTATIONS:
+        return f"oracle.expect: must be one of {list(EXPECTATIONS)}, got {obj['oracle']['expect']!r}"
     for i, message in enumerate(obj["messages"]):
         problem = _keys("message", message, f"messages[{i}].")
         if problem:

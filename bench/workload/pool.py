@@ -9,8 +9,9 @@ from typing import Any, TextIO
 import numpy as np
 
 from bench.media import MediaFile, audio, file_digest, image, video
+from bench.vocab import MEDIA_MODALITIES
 from bench.workload import manifest
-from bench.workload.spec import MODALITIES, MediaSpec, WorkloadSpec
+from bench.workload.spec import MediaSpec, WorkloadSpec
 
 PREFIX = {"image": "img", "audio": "aud", "video": "vid"}
 _VARIANT = "-v"
@@ -65,7 +66,7 @@ class MediaPool:
         return media_id
 
     def _write(self, ms: MediaSpec, content: int, variant: bool, media_id: str) -> MediaFile:
-        g = np.random.default_rng([self.spec.seed, MODALITIES.index(ms.modality), content])
+        g = np.random.default_rng([self.spec.seed, MEDIA_MODALITIES.index(ms.modality), content])
         p: dict[str, Any] = ms.params
         kind = str(g.choice(ms.kinds))
         seed = int(g.integers(2**63))

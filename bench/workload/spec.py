@@ -23,12 +23,14 @@ Every error is a :class:`BenchError` naming the file and the key path, e.g.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from bench.errors import BenchError
 from bench.media import audio, image, video
+from bench.vocab import MEDIA_MODALITIES, SALT_SCOPES
 
 try:
     import tomllib
@@ -37,8 +39,6 @@ except ModuleNotFoundError:  # Python 3.10
 
 #: Where named specs live (``generate smoke`` means ``datasets/smoke.toml``).
 DATASETS_DIR = Path(__file__).resolve().parents[2] / "datasets"
-MODALITIES = ("image", "audio", "video")
-SALT_MODES = ("none", "shared", "tenant")
 SYSTEM_SCOPES = ("case", "tenant", "global")
 ARRIVALS = ("none", "constant", "poisson", "gamma")
 
@@ -230,9 +230,9 @@ def parse(doc: dict[str, Any], path: Path, sha256: str = "") -> WorkloadSpec:
 
     ten = table("tenants")
     count = ten.int("count", 1)
-    salt = ten.get("salt", "none", lambda v: v in SALT_MODES or (
-        isinstance(v, list) and len(v) == count and all(x in SALT_MODES for x in v)),
-        f"must be one of {list(SALT_MODES)} or a list of them, one per tenant")
+    salt = ten.get("salt", "none", lambda v: v in SALT_SCOPES or (
+        isinstance(v, list) and len(v) == count and all(x in SALT_SCOPES for x in v)),
+        f"must be one of {list(SALT_SCOPES)} or a list of them, one per tenant")
     weights = ten.get("weights", [1.0] * count, lambda v: isinstance(v, list) and len(v) == count
                       and all(_is_num(x) and x > 0 for x in v),
                       "must be a list of positive numbers, one per tenant")
@@ -271,7 +271,7 @@ def parse(doc: dict[str, Any], path: Path, sha256: str = "") -> WorkloadSpec:
     arr.done()
 
     media_doc = _Table(path, "media", top.pop("media", {}))
-    media = {m: _media(path, m, media_doc.data.pop(m)) for m in MODALITIES if m in media_doc.data}
+    media = {m: _media(path, m, media_doc.data.pop(m)) for m in MEDIA_MODALITIES if m in media_doc.data}
     media_doc.done()
 
     if top:

@@ -32,7 +32,7 @@ class PeakRss:
         while not self._stop.wait(self.interval_s):
             self.peak = max(self.peak, self.proc.memory_info().rss)
 
-    def __enter__(self) -> "PeakRss":
+    def __enter__(self) -> PeakRss:
         self._thread.start()
         return self
 

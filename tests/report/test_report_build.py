@@ -93,7 +93,7 @@ def test_cli_report(fixture_run, tmp_path, capsys):
 
 @pytest.mark.parametrize("content, message", [
     (None, "results.json"), ("{not json", "results.json"),
-    ('{"kind": "other"}', "not a saltbench results file")])
+    ('{"kind": "other"}', "not a saltbench-run file")])
 def test_bad_results_name_the_file(tmp_path, content, message):
     if content is not None:
         (tmp_path / "results.json").write_text(content)

@@ -8,11 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from bench import SCHEMA_VERSION
 from bench.commands import generate as generate_cmd
 from bench.commands import inspect as inspect_cmd
 from bench.errors import BenchError
-from bench.workload import load_workload
+from bench.workload import load_workload, manifest
 from bench.workload.build import generate
 from bench.workload.manifest import WORKLOAD_SCHEMA, iter_lines
 
@@ -66,11 +65,12 @@ def test_same_spec_and_seed_give_identical_bytes(make_spec, tmp_path) -> None:
 
 def test_metadata(smoke_dir) -> None:
     meta = load_workload(smoke_dir).metadata
-    assert meta["schema_version"] == SCHEMA_VERSION and meta["spec"]["name"] == "smoke"
+    assert (meta["kind"], meta["schema_version"]) == (manifest.KIND, manifest.VERSION)
+    assert meta["spec"]["name"] == "smoke"
     assert len(meta["spec"]["sha256"]) == 64 and meta["seed"] == 0
     assert {"pillow", "libsndfile", "av", "libavcodec"} <= set(meta["libraries"])
     assert sum(meta["counts"]["expect"].values()) == meta["counts"]["requests"] == 12
-    assert [t["salt"] for t in meta["tenants"]] == ["t0", "t1"]
+    assert [t["salt_ref"] for t in meta["tenants"]] == ["t0", "t1"]
 
 
 def test_load_workload_streams_valid_requests(smoke_dir) -> None:

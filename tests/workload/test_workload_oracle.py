@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from wlhelpers import read_media, read_requests
 
 from bench.workload.build import generate
-from wlhelpers import read_media, read_requests
 
 BASE = """
 [workload]
@@ -139,7 +139,7 @@ def test_oracle_matches_brute_force(tmp_path, name, n) -> None:
         for rid, salt, prev in seen:
             shared = next((i for i, (a, b) in enumerate(zip(msgs, prev)) if a != b),
                           min(len(msgs), len(prev)))
-            same = salt == req["salt"]
+            same = salt == req["salt_ref"]
             if shared > best[same][0]:
                 best[same] = (shared, rid)
         if best[True][0]:
@@ -149,4 +149,4 @@ def test_oracle_matches_brute_force(tmp_path, name, n) -> None:
             want = (best[False][1], best[False][0], "none")
         o = req["oracle"]
         assert (o["prefix_of"], o["shared_messages"], o["expect"]) == want, req["id"]
-        seen.append((req["id"], req["salt"], msgs))
+        seen.append((req["id"], req["salt_ref"], msgs))

@@ -8,11 +8,13 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from bench.benchmark import new_run_id, run_benchmark
+from bench.engine.target import Target
+from bench.outputs import new_run_id
 from bench.paths import PATHS
-from bench.records import read_records
-from bench.runner import SALT_MODES, RunOptions
-from bench.target import Target
+from bench.run.passes import RunOptions
+from bench.run.records import read_records
+from bench.run.session import run_benchmark
+from bench.vocab import SALT_MODES
 
 RECORD_FIELDS = {"schema_version", "run_id", "seq", "phase", "pass", "path", "salt_mode",
                  "salt_digest", "request_id", "case", "tenant", "modality", "expect",

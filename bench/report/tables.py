@@ -9,9 +9,12 @@ from dataclasses import dataclass
 from rich.console import Console
 from rich.table import Table as RichTable
 
+from bench.vocab import VERDICT_STYLE
+
 AGREE = {True: "yes", False: "NO", None: "–"}
-VERDICT_STYLE = {"ISOLATED": "green", "LEAK": "bold red", "UNDER-HIT": "yellow",
-                 "ERROR": "magenta", "NO": "red"}
+#: Rich styles of the cells that need attention: verdicts, and a "NO" in an agreement column.
+CELL_STYLE = {**{v: f"bold {colour}" for v, (colour, _, _) in VERDICT_STYLE.items()},
+              "NO": "bold red"}
 
 
 def fmt(value: float | None, spec: str) -> str:
@@ -120,7 +123,7 @@ def to_rich(table: Table) -> RichTable:
         out.add_column(header, justify="left" if i < table.keys else "right",
                        no_wrap=i < table.keys)
     for row in table.rows:
-        out.add_row(*(f"[{VERDICT_STYLE[c]}]{c}[/]" if c in VERDICT_STYLE else c for c in row))
+        out.add_row(*(f"[{CELL_STYLE[c]}]{c}[/]" if c in CELL_STYLE else c for c in row))
     return out
 
 

@@ -3,10 +3,10 @@ import logging
 
 import aiohttp
 import pytest
-
-from bench.counters import counter_hit_rate, delta, parse, scrape, settled_scrape
-from bench.errors import BenchError
 from fakeserver import metrics_text
+
+from bench.errors import BenchError
+from bench.run.counters import counter_hit_rate, delta, parse, scrape, settled_scrape
 
 
 def test_parse_sums_engines_keeps_sources_and_skips_created():
@@ -40,18 +40,19 @@ def run(coro_fn):
     return asyncio.run(go())
 
 
-def test_settled_scrape_waits_until_counters_stop(server):
-    counters = run(lambda s: settled_scrape(s, server.url + "/settling", interval_s=0.01))
+def test_settled_scrape_waits_until_counters_stop(fake_server):
+    counters = run(lambda s: settled_scrape(s, fake_server.url + "/settling", interval_s=0.01))
     assert counters["vllm:prefix_cache_queries_total"] == 400.0  # the value after it settled
 
 
-def test_settled_scrape_times_out_with_warning(server, caplog):
+def test_settled_scrape_times_out_with_warning(fake_server, caplog):
     with caplog.at_level(logging.WARNING):
-        counters = run(lambda s: settled_scrape(s, server.url + "/forever", interval_s=0.01, timeout_s=0.1))
+        counters = run(lambda s: settled_scrape(s, fake_server.url + "/forever", interval_s=0.01,
+                                                timeout_s=0.1))
     assert counters["vllm:request_success_total"] > 3.0
     assert "still changing" in caplog.text
 
 
-def test_scrape_http_error_is_a_bench_error(server):
+def test_scrape_http_error_is_a_bench_error(fake_server):
     with pytest.raises(BenchError, match="/no/such/metrics: HTTP 404"):
-        run(lambda s: scrape(s, server.url + "/no/such"))
+        run(lambda s: scrape(s, fake_server.url + "/no/such"))

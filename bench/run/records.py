@@ -1,24 +1,77 @@
-"""Per-request records as JSON Lines, written so that a killed run keeps every finished one."""
+"""Per-request records as JSON Lines, written so that a killed run keeps every finished one.
+
+:class:`Record` lists every field; :class:`RecordWriter` and :func:`read_records` are the
+only places that write and read ``records.jsonl``.
+"""
 
 from __future__ import annotations
 
 import json
 import logging
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import BinaryIO
+from typing import BinaryIO, TypedDict
 
 from bench.errors import BenchError
 
 log = logging.getLogger(__name__)
 
 
+class Exchange(TypedDict):
+    """What one request measured (``bench.run.exchange``); timings in ms."""
+
+    ok: bool
+    status: int | None
+    error: str | None
+    prompt_tokens: int | None
+    cached_tokens: int | None
+    output_tokens: int | None
+    ttft_ms: float | None
+    e2el_ms: float | None
+    itl_ms: list[float]
+
+
+class Record(Exchange, total=False):
+    """One line of ``records.jsonl`` (schema :data:`bench.SCHEMA_VERSION`)."""
+
+    schema_version: int
+    run_id: str
+    phase: str              # bench.vocab.PHASES
+    # "pass": the pass index (a Python keyword, so not declarable here)
+    path: str               # request path name
+    salt_mode: str          # bench.vocab.SALT_MODES
+    salt_digest: str | None  # never the salt itself
+    request_id: str
+    case: str
+    tenant: str
+    modality: str           # bench.vocab.MODALITY_LABELS
+    expect: str             # full / none / unjudged, judged when the request started
+    oracle: str             # the workload oracle's expectation
+    start_s: float          # since the run started
+    expected_cached_tokens: int | None
+    seq: int                # the order in which requests finished
+
+
+@dataclass
+class PassInfo:
+    """One (path, salt mode) pass: its tag, measured duration and counter deltas."""
+
+    index: int
+    path: str
+    salt_mode: str
+    tag: str
+    duration_s: float = 0.0
+    counters: dict = field(default_factory=dict)
+
+
 class RecordWriter:
     """Appends one JSON object per line to ``path``, flushed after each record.
 
     A flushed line survives the process being interrupted or killed (not a machine
-    crash: a disk sync per record would stall the event loop). Use as a context manager. A partial last line left by an interrupted earlier run is
+    crash: a disk sync per record would stall the event loop). Use as a context manager.
+    A partial last line left by an interrupted earlier run is
     cut off when the file is opened, so appending never buries it mid-file.
     """
 
@@ -32,7 +85,7 @@ class RecordWriter:
         _drop_partial_last_line(self._file, self.path)
         return self
 
-    def write(self, record: dict) -> None:
+    def write(self, record: Record) -> None:
         """Append ``record`` as one line and flush it before returning."""
         if self._file is None:
             raise RuntimeError("RecordWriter.write outside its 'with' block")
@@ -64,7 +117,7 @@ def _drop_partial_last_line(file: BinaryIO, path: Path) -> None:
     file.seek(0, os.SEEK_END)
 
 
-def read_records(path: str | os.PathLike[str]) -> list[dict]:
+def read_records(path: str | os.PathLike[str]) -> list[Record]:
     """Read a records file; skip a truncated last line with a warning.
 
     Raises ``BenchError`` naming the file and line for any other line that is not a JSON

@@ -5,8 +5,9 @@ from __future__ import annotations
 import aiohttp
 
 from bench.client.stream import post_stream
+from bench.paths.base import RequestPath, is_token_event, usage_counts
+from bench.run.records import Exchange
 from bench.salts import digest
-from bench.paths.base import is_token_event, usage_counts
 
 
 def _ms(seconds: float | None) -> float | None:
@@ -18,14 +19,16 @@ def _scrub(error: str | None, salt: str | None) -> str | None:
     return error.replace(salt, f"<salt {digest(salt)}>") if error and salt else error
 
 
-async def exchange(session: aiohttp.ClientSession, path, messages: list[dict],
-                   max_tokens: int, salt: str | None, timeout_s: float) -> dict:
+async def exchange(session: aiohttp.ClientSession, path: RequestPath, messages: list[dict],
+                   max_tokens: int, salt: str | None, timeout_s: float) -> Exchange:
     """The measured outcome of one request; failures (build or stream) are not raised."""
     try:
         url, body = await path.build(session, messages, max_tokens, salt)
     except Exception as exc:  # noqa: BLE001 - a request that cannot be built is a failure
-        return {"ok": False, "status": None,
-                "error": _scrub(f"build: {type(exc).__name__}: {exc}"[:500], salt)}
+        return Exchange(ok=False, status=None,
+                        error=_scrub(f"build: {type(exc).__name__}: {exc}"[:500], salt),
+                        prompt_tokens=None, cached_tokens=None, output_tokens=None,
+                        ttft_ms=None, e2el_ms=None, itl_ms=[])
     result = await post_stream(session, url, body, timeout_s=timeout_s,
                                is_token_event=is_token_event)
     counts = usage_counts(result.usage)
@@ -33,6 +36,6 @@ async def exchange(session: aiohttp.ClientSession, path, messages: list[dict],
     if ok and (counts["prompt_tokens"] is None or counts["cached_tokens"] is None):
         ok, error = False, ("the final usage chunk has no prompt_tokens_details.cached_tokens: "
                             "start vLLM with --enable-prompt-tokens-details")
-    return {"ok": ok, "status": result.status, "error": _scrub(error, salt), **counts,
-            "ttft_ms": _ms(result.ttft_s), "e2el_ms": _ms(result.e2el_s),
-            "itl_ms": [round(x * 1e3, 3) for x in result.itl_s]}
+    return Exchange(ok=ok, status=result.status, error=_scrub(error, salt), **counts,
+                    ttft_ms=_ms(result.ttft_s), e2el_ms=_ms(result.e2el_s),
+                    itl_ms=[round(x * 1e3, 3) for x in result.itl_s])

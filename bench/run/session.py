@@ -8,27 +8,20 @@ from __future__ import annotations
 
 import asyncio
 import math
-import datetime as dt
-import secrets
 from dataclasses import asdict
 from pathlib import Path
 
 from rich.console import Console
 
+from bench.engine.target import Target
 from bench.errors import BenchError
 from bench.metadata import base_metadata
+from bench.outputs import RECORDS_FILE, RESULTS_FILE
 from bench.progress import progress_bar
-from bench.records import read_records
 from bench.results import build_results, write_results
-from bench.runner import RunOptions, Runner
-from bench.target import Target
+from bench.run.passes import Runner, RunOptions
+from bench.run.records import read_records
 from bench.workload import Workload
-
-REPORTS = Path("reports")
-
-
-def new_run_id(label: str) -> str:
-    return f"{dt.datetime.now():%Y%m%d-%H%M%S}-{label}-{secrets.token_hex(3)}"
 
 
 def run_metadata(target: Target, workload: Workload, opts: RunOptions) -> dict:
@@ -48,7 +41,7 @@ def run_benchmark(target: Target, workload: Workload, opts: RunOptions, out_dir:
                   run_id: str, console: Console) -> dict:
     """Run and save; return the results dict (``interrupted`` set if it did not finish)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    records_path = out_dir / "records.jsonl"
+    records_path = out_dir / RECORDS_FILE
     if records_path.exists() and records_path.stat().st_size:
         raise BenchError(f"--out {out_dir}: already holds the records of a run; "
                          "choose a new directory")
@@ -65,7 +58,7 @@ def run_benchmark(target: Target, workload: Workload, opts: RunOptions, out_dir:
         finally:
             records = read_records(records_path) if records_path.exists() else []
             results = build_results(run_id, metadata, runner.passes, records, interrupted)
-            write_results(out_dir / "results.json", results)
+            write_results(out_dir / RESULTS_FILE, results)
             if interrupted:
                 console.print(f"[yellow]run interrupted; {len(records)} records kept in "
                               f"{out_dir}[/]")

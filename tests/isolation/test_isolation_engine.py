@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.isolation.experiment import IsolationOptions, cells_of, exit_code, run_isolation
-from bench.target import Target
+from bench.engine.target import Target
+from bench.isolation.experiment import IsolationOptions, cells_of, run_isolation
+from bench.verdicts.isolation import exit_code
 
 
 def _run(target: Target, tmp_path: Path, **kw) -> dict:

@@ -19,19 +19,25 @@ from pathlib import Path
 import aiohttp
 from rich.progress import Progress
 
-from bench import SCHEMA_VERSION, counters, salts
+from bench import SCHEMA_VERSION, salts
 from bench.client.loadshape import arrival_offsets, dispatch
-from bench.exchange import exchange
-from bench.expectations import PrefixTracker, expected_cached
+from bench.engine.target import Target
 from bench.paths import make_paths
-from bench.paths.base import (PathContext, media_modalities, modality_label, tagged,
-                              text_only)
+from bench.paths.base import (
+    PathContext,
+    RequestPath,
+    media_modalities,
+    modality_label,
+    tagged,
+    text_only,
+)
 from bench.paths.media_urls import MediaUrls
-from bench.records import RecordWriter
-from bench.target import Target
+from bench.run import counters
+from bench.run.exchange import exchange
+from bench.run.records import PassInfo, Record, RecordWriter
+from bench.verdicts.requests import PrefixTracker, expected_cached
+from bench.vocab import SALT_MODES
 from bench.workload import Workload
-
-SALT_MODES = ("none", "salted")
 
 
 @dataclass
@@ -53,18 +59,6 @@ class RunOptions:
     drop_salt_on: tuple[str, ...] = ()
 
 
-@dataclass
-class PassInfo:
-    """One (path, salt mode) pass: its tag, measured duration and counter deltas."""
-
-    index: int
-    path: str
-    salt_mode: str
-    tag: str
-    duration_s: float = 0.0
-    counters: dict = field(default_factory=dict)
-
-
 class Runner:
     """Runs passes and writes ``records.jsonl`` as requests finish."""
 
@@ -78,9 +72,9 @@ class Runner:
         self.t0 = time.perf_counter()
 
     def salt_for(self, req: dict, salt_mode: str) -> str | None:
-        if salt_mode == "none" or req["salt"] is None:
+        if salt_mode == "none" or req["salt_ref"] is None:
             return None
-        return salts.derive(self.secret, req["salt"])
+        return salts.derive(self.secret, req["salt_ref"])
 
     async def run(self) -> list[PassInfo]:
         ctx = PathContext(self.target.base_url, self.target.model, self.workload.media,
@@ -103,7 +97,7 @@ class Runner:
                         await self.run_pass(path, info, reqs)
         return self.passes
 
-    async def run_pass(self, path, info: PassInfo, reqs: list[dict]) -> None:
+    async def run_pass(self, path: RequestPath, info: PassInfo, reqs: list[dict]) -> None:
         tracker = PrefixTracker()
         if self.opts.warmup:
             warm = PassInfo(info.index, info.path, info.salt_mode, info.tag + "w")
@@ -126,12 +120,12 @@ class Runner:
         return arrival_offsets(len(reqs), self.opts.rate or math.inf, self.opts.burstiness,
                                self.opts.seed)
 
-    async def send_serial(self, path, info: PassInfo, reqs: list[dict], phase: str,
+    async def send_serial(self, path: RequestPath, info: PassInfo, reqs: list[dict], phase: str,
                           tracker: PrefixTracker) -> None:
         for req in reqs:
             await self.send(path, info, req, phase, tracker)
 
-    async def send(self, path, info: PassInfo, req: dict, phase: str,
+    async def send(self, path: RequestPath, info: PassInfo, req: dict, phase: str,
                    tracker: PrefixTracker) -> None:
         """Build, send and record one request; failures become failed records."""
         salt = self.salt_for(req, info.salt_mode)
@@ -139,7 +133,7 @@ class Runner:
         modalities = [] if path.text_only else media_modalities(req)
         key_messages = text_only(messages) if path.text_only else messages
         expect, key = tracker.start(salt, key_messages)
-        record = {
+        record: Record = {  # type: ignore[typeddict-unknown-key] - "pass"
             "schema_version": SCHEMA_VERSION, "run_id": self.run_id,
             "phase": phase, "pass": info.index, "path": path.name,
             "salt_mode": info.salt_mode, "salt_digest": salts.digest(salt),

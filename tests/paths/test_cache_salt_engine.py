@@ -8,12 +8,12 @@ import secrets
 import aiohttp
 import pytest
 
-from bench.exchange import exchange
-from bench.expectations import full_hit_tokens
+from bench.engine.target import Target
 from bench.paths.base import PathContext
 from bench.paths.chat import ChatPath
 from bench.paths.media_urls import MediaUrls
-from bench.target import Target
+from bench.run.exchange import exchange
+from bench.verdicts.requests import full_hit_tokens
 from bench.workload import Workload
 
 

@@ -1,7 +1,7 @@
 """saltbench's own runner against a fake server: files, schedule and refusals.
 
 Nothing here is evidence of how vLLM behaves (tests/engine is); only of what the runner
-does with whatever a server answers.
+does with whatever a fake server answers.
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from bench.benchmark import run_benchmark
+from bench.engine.target import Target
 from bench.errors import BenchError
-from bench.records import read_records
 from bench.results import read_results
-from bench.runner import RunOptions
-from bench.target import Target
+from bench.run.passes import RunOptions
+from bench.run.records import read_records
+from bench.run.session import run_benchmark
 from bench.workload import generate, load_workload
 
 SPEC = """
@@ -36,14 +36,14 @@ def workload(tmp_path: Path):
     return load_workload(generate(spec, out=tmp_path / "wl"))
 
 
-def _run(server, workload, out: Path, **opts) -> dict:
-    target = Target(server.url, "fake", 32, None, {"managed": False})
+def _run(fake_server, workload, out: Path, **opts) -> dict:
+    target = Target(fake_server.url, "fake", 32, None, {"managed": False})
     return run_benchmark(target, workload, RunOptions(paths=["chat"], warmup=0, **opts), out,
                          "20261202-000000-fake-abcdef", Console(stderr=True))
 
 
-def test_records_and_results_are_written(server, workload, tmp_path: Path) -> None:
-    results = _run(server, workload, tmp_path / "run")
+def test_records_and_results_are_written(fake_server, workload, tmp_path: Path) -> None:
+    results = _run(fake_server, workload, tmp_path / "run")
     records = read_records(tmp_path / "run" / "records.jsonl")
     assert len(records) == 2 * 5  # two salt modes
     assert read_results(tmp_path / "run" / "results.json")["run_id"] == results["run_id"]
@@ -51,20 +51,20 @@ def test_records_and_results_are_written(server, workload, tmp_path: Path) -> No
     assert all(r["ok"] and r["prompt_tokens"] == 100 for r in records)
 
 
-def test_the_workload_arrival_times_are_kept_unless_a_rate_is_given(server, workload,
+def test_the_workload_arrival_times_are_kept_unless_a_rate_is_given(fake_server, workload,
                                                                      tmp_path: Path) -> None:
     arrivals = [r["arrival_s"] for r in workload.requests()]
     assert arrivals[-1] == pytest.approx(4 / 20.0)
-    _run(server, workload, tmp_path / "a", salt_modes=["none"])
+    _run(fake_server, workload, tmp_path / "a", salt_modes=["none"])
     starts = [r["start_s"] for r in read_records(tmp_path / "a" / "records.jsonl")]
     assert starts[-1] - starts[0] >= arrivals[-1] * 0.9  # paced by the workload
-    _run(server, workload, tmp_path / "b", salt_modes=["none"], rate=float("inf"),
+    _run(fake_server, workload, tmp_path / "b", salt_modes=["none"], rate=float("inf"),
          max_concurrency=None)
     starts = [r["start_s"] for r in read_records(tmp_path / "b" / "records.jsonl")]
     assert starts[-1] - starts[0] < arrivals[-1] * 0.5  # all at once
 
 
-def test_a_directory_that_holds_a_run_is_refused(server, workload, tmp_path: Path) -> None:
-    _run(server, workload, tmp_path / "run", salt_modes=["none"])
+def test_a_directory_that_holds_a_run_is_refused(fake_server, workload, tmp_path: Path) -> None:
+    _run(fake_server, workload, tmp_path / "run", salt_modes=["none"])
     with pytest.raises(BenchError, match="already holds the records of a run"):
-        _run(server, workload, tmp_path / "run", salt_modes=["none"])
+        _run(fake_server, workload, tmp_path / "run", salt_modes=["none"])

