@@ -7,5 +7,6 @@ try:
 except PackageNotFoundError:  # running from a source tree without install
     __version__ = "0.0.0+src"
 
-#: Version of the on-disk result formats (records JSONL, results JSON, manifests).
-SCHEMA_VERSION = 1
+#: Version of the run documents (records and layouts JSONL, results and isolation JSON);
+#: 2: requests judged by the prefix-cache model (layouts.jsonl), build and token timings.
+SCHEMA_VERSION = 2

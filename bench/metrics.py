@@ -29,7 +29,10 @@ def aggregate(records: Sequence[dict], duration_s: float) -> dict:
             for r, n in zip(done, output_tokens)
             if n > 1
         ],
+        "ttft_incl_preprocess": [r["ttft_incl_preprocess_ms"] for r in done
+                                 if r.get("ttft_incl_preprocess_ms") is not None],
         "itl": [gap for r in done for gap in r["itl_ms"]],
+        "itl_token": [gap for r in done for gap in r.get("itl_token_ms") or []],
         "e2el": [r["e2el_ms"] for r in done],
     }
     result: dict = {
@@ -82,6 +85,9 @@ def _cache_hits(done: list[dict]) -> dict:
         "hit_rate": _ratio(cached, prompt),
         "expected_cached_tokens": expected,
         "hit_fraction_of_expected": _ratio(_total(expecting, "cached_tokens"), expected),
+        # Apart, never netted: a leak must not hide an under-hit, nor the reverse.
+        "leaked_tokens": sum(r.get("leaked_tokens") or 0 for r in done),
+        "missing_tokens": sum(r.get("missing_tokens") or 0 for r in done),
     }
 
 

@@ -8,7 +8,8 @@ Schema (``schema_version`` = :data:`bench.SCHEMA_VERSION`)::
                  "hit_rate_requests", "hit_rate_counters", "counters_agree",
                  "{hit,miss}_count", "p{50,99}_ttft_{hit,miss}_ms", **metrics}],
      "groups": [{"path", "modality", "salt_mode", **metrics}],
-     "expectations": {"checked", "met", "unmet": [...]},
+     "judgements": {"counts", "groups", "problems", "eviction_possible", ...}
+         (bench.verdicts.requests.judge_records),
      "prompt_token_mismatches": [...],
      "oracle": {"compared", "agreed", "disagreements": [...]}}
 
@@ -27,8 +28,8 @@ from bench.docio import read_document, write_json
 from bench.metrics import aggregate, aggregate_groups, group_by
 from bench.outputs import RESULTS_KIND
 from bench.run import counters
-from bench.run.records import PassInfo, Record
-from bench.verdicts.requests import check_expectations, oracle_agreement
+from bench.run.records import Layout, PassInfo, Record
+from bench.verdicts.requests import judge_records, oracle_agreement
 from bench.verdicts.runs import counters_agree, prompt_token_mismatches
 from bench.vocab import MEASURE
 
@@ -59,7 +60,12 @@ def hit_miss_ttft(records: list[Record]) -> dict:
 
 
 def build_results(run_id: str, metadata: dict, passes: list[PassInfo], records: list[Record],
-                  interrupted: bool) -> dict:
+                  layouts: list[Layout], interrupted: bool) -> dict:
+    """The results document; judges (and annotates) every record first."""
+    target = metadata.get("target", {})
+    block_size = target.get("block_size")
+    judgements = judge_records(records, layouts, block_size,
+                               (target.get("cache_config") or {}).get("num_gpu_blocks"))
     measured = [r for r in records if r["phase"] == MEASURE]
     by_pass = group_by(measured, ("pass",))
     # A group's throughput is its share of its own pass's duration.
@@ -70,9 +76,10 @@ def build_results(run_id: str, metadata: dict, passes: list[PassInfo], records: 
         "interrupted": interrupted, "metadata": metadata,
         "passes": [pass_summary(p, by_pass.get((p.index,), [])) for p in passes],
         "groups": groups,
-        "expectations": check_expectations(records),
+        "judgements": judgements,
         "prompt_token_mismatches": prompt_token_mismatches(records),
-        "oracle": oracle_agreement(records, bool(metadata.get("options", {}).get("prime"))),
+        "oracle": oracle_agreement(records, bool(metadata.get("options", {}).get("prime")),
+                                   block_size),
     }
 
 

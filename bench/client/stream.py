@@ -5,6 +5,9 @@ The timing copies ``async_request_openai_chat_completions`` in
 request is sent; a token event is stamped when its SSE message is complete (before
 JSON decoding); the first token event gives TTFT, each later one an ITL gap; E2EL ends
 at the last *token* event, so the trailing usage chunk and ``[DONE]`` do not count.
+An optional second rule, ``carries_tokens``, times the gaps between events that carry
+generated text or token ids only (chat's role-only first chunk is a token event for vLLM's
+rule but carries no token), so that paths compare like with like.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ class StreamResult:
     error: str | None = None
     ttft_s: float | None = None
     itl_s: list[float] = field(default_factory=list)
+    token_itl_s: list[float] = field(default_factory=list)
     e2el_s: float | None = None
     usage: dict | None = None
     n_events: int = 0
@@ -91,10 +95,12 @@ async def _http_error(response: aiohttp.ClientResponse) -> str:
 class _EventTimer:
     """Timestamps the decoded events of one stream the way vLLM's benchmark client does."""
 
-    def __init__(self, result: StreamResult, is_token_event: Callable[[dict], int]) -> None:
+    def __init__(self, result: StreamResult, is_token_event: Callable[[dict], int],
+                 carries_tokens: Callable[[dict], bool] | None) -> None:
         self.result = result
-        self.is_token_event = is_token_event
+        self.is_token_event, self.carries_tokens = is_token_event, carries_tokens
         self.most_recent_timestamp = result.start_s
+        self.last_token_timestamp: float | None = None
         self.done = False
         self.error: str | None = None
 
@@ -121,6 +127,10 @@ class _EventTimer:
                 else:
                     result.itl_s.append(timestamp - self.most_recent_timestamp)
                 self.most_recent_timestamp = timestamp
+            if self.carries_tokens is not None and self.carries_tokens(event):
+                if self.last_token_timestamp is not None:
+                    result.token_itl_s.append(timestamp - self.last_token_timestamp)
+                self.last_token_timestamp = timestamp
 
     def verdict(self) -> str | None:
         """The error that fails the stream, or ``None`` when it succeeded."""
@@ -150,6 +160,7 @@ async def post_stream(
     *,
     is_token_event: Callable[[dict], int],
     timeout_s: float,
+    carries_tokens: Callable[[dict], bool] | None = None,
 ) -> StreamResult:
     """POST ``body`` as JSON to ``url`` and time its SSE reply; never raises but on cancellation.
 
@@ -160,7 +171,7 @@ async def post_stream(
     without ``[DONE]`` or without any token event, and after ``timeout_s`` (whole request).
     """
     result = StreamResult(start_s=time.perf_counter())
-    timer = _EventTimer(result, is_token_event)
+    timer = _EventTimer(result, is_token_event, carries_tokens)
     try:
         async with session.post(
             url, json=body, timeout=aiohttp.ClientTimeout(total=timeout_s)

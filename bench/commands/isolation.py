@@ -12,6 +12,7 @@ from rich.console import Console
 
 from bench.engine.target import open_target
 from bench.isolation.experiment import IsolationOptions, isolate
+from bench.isolation.side_channel import POWER_TARGET
 from bench.options import add_target_arguments, csv_choices
 from bench.outputs import ISOLATION_FILE, REPORTS, new_run_id
 from bench.paths import PATHS
@@ -23,8 +24,11 @@ from bench.vocab import MODALITIES
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--paths", type=csv_choices(list(PATHS)), default=list(PATHS))
     parser.add_argument("--modalities", type=csv_choices(MODALITIES), default=list(MODALITIES))
-    parser.add_argument("--samples", type=int, default=12,
-                        help="side-channel samples per group (0: skip the side channel)")
+    parser.add_argument("--samples", type=int, default=None,
+                        help="side-channel samples per group (0: skip the side channel; default: "
+                             "enough to detect an AUC of {target_auc} with {power:.0%} power at "
+                             "alpha {alpha}, Holm-adjusted across the run's rows)"
+                             .format(**POWER_TARGET).replace("%", "%%"))
     parser.add_argument("--no-uuid-probe", dest="uuid_probe", action="store_false")
     parser.add_argument("--out", type=Path, help="output directory (default: reports/<run-id>)")
     add_target_arguments(parser)
@@ -40,4 +44,4 @@ def run(args: argparse.Namespace) -> int:
         result = isolate(target, opts, out, run_id, console)
     print_isolation(result, report_console())
     console.print(f"isolation results: {out / ISOLATION_FILE} ({result['duration_s']:.0f}s)")
-    return exit_code(result["cells"])
+    return exit_code(result)

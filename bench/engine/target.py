@@ -14,12 +14,13 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rich.console import Console
 
 from bench.cachedirs import cache_dir
+from bench.engine.capabilities import WHEN_NONZERO, cached_tokens_reporting
 from bench.engine.model import build_model
 from bench.engine.provision import EngineEnv, open_env, provision
 from bench.engine.server import ManagedServer, ServerConfig, check_port_free
@@ -38,6 +39,15 @@ class Target:
     block_size: int
     media_dir: Path | None  # served to the engine as file:// URLs, when known
     metadata: dict
+    #: The server leaves ``cached_tokens`` out when it is 0 (probed once per server).
+    zero_cached_omitted: bool = False
+
+
+def _with_capabilities(target: Target) -> Target:
+    """``target`` with what a probe of the server shows, recorded in its metadata."""
+    reporting = cached_tokens_reporting(target.base_url, target.model)
+    return replace(target, zero_cached_omitted=reporting == WHEN_NONZERO,
+                   metadata={**target.metadata, "prompt_tokens_details": reporting})
 
 
 def _get_json(url: str, timeout_s: float = 10.0) -> dict:
@@ -56,7 +66,7 @@ def _cache_config(url: str) -> dict:
 
 def _summary(cache: dict) -> dict:
     return {k: cache.get(k) for k in ("block_size", "enable_prefix_caching",
-                                      "prefix_caching_hash_algo")}
+                                      "prefix_caching_hash_algo", "num_gpu_blocks")}
 
 
 def _external(url: str, block_size: int | None, model: str | None, console: Console) -> Target:
@@ -83,9 +93,9 @@ def _external(url: str, block_size: int | None, model: str | None, console: Cons
         raise BenchError(f"--block-size {block_size}: the server at {url} uses {reported}")
     if cache.get("enable_prefix_caching") is False:
         console.print(f"[yellow]{url} runs without prefix caching: no request will hit[/]")
-    return Target(url, model, block_size, None, {
+    return _with_capabilities(Target(url, model, block_size, None, {
         "managed": False, "server_url": url, "vllm_version": version,
-        "model": model, "block_size": block_size, "cache_config": _summary(cache)})
+        "model": model, "block_size": block_size, "cache_config": _summary(cache)}))
 
 
 def _engine_env(args: argparse.Namespace, console: Console) -> EngineEnv:
@@ -131,9 +141,9 @@ def open_target(args: argparse.Namespace, console: Console | None = None) -> Ite
     started = time.monotonic()
     with server:
         console.print(f"[green]✓[/] server ready in {time.monotonic() - started:.0f}s")
-        yield Target(server.base_url, served, block_size, config.media_dir, {
+        yield _with_capabilities(Target(server.base_url, served, block_size, config.media_dir, {
             "managed": True, "vllm_version": env.vllm_version, "engine": env.info,
             "model": served, "model_info": model_meta, "block_size": block_size,
             "flags": config.flags(server.port), "env": config.env(),
             "cache_config": _summary(_cache_config(server.base_url)),
-            "server_start_s": round(server.start_s or 0.0, 1)})
+            "server_start_s": round(server.start_s or 0.0, 1)}))

@@ -1,7 +1,8 @@
 """The isolation experiment of one path x modality cell.
 
 Each step sends a fresh prompt twice under a pair of salts; the requests are judged by
-:mod:`bench.verdicts.isolation`, and the cell's counters are checked against them.
+:mod:`bench.verdicts.isolation`, and the cell's counters are checked against them. A
+failed request ends its step only: the next step still runs, so nothing hides a leak.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 import aiohttp
 
 from bench import salts
-from bench.isolation.probe import prompt
+from bench.isolation.probe import nonce, prompt
 from bench.paths.base import RequestPath
 from bench.run import counters
 from bench.run.exchange import exchange
@@ -27,6 +28,8 @@ class Step:
     name: str
     salts: tuple[str | None, str | None]  # salt labels; None = no cache_salt
     second: str  # what the second request must get: FULL or NONE
+    #: Each request ends with its own text after the media (same first block and media).
+    diverge: bool = False
 
 
 STEPS = (
@@ -34,6 +37,8 @@ STEPS = (
     Step("cross-salt", ("A", "B"), NONE),
     Step("unsalted-repeat", (None, None), FULL),
     Step("salted-after-unsalted", (None, "C"), NONE),
+    Step("salted-then-unsalted", ("A", None), NONE),
+    Step("cross-salt-same-media", ("A", "B"), NONE, diverge=True),
 )
 
 
@@ -46,14 +51,16 @@ async def run_cell(session: aiohttp.ClientSession, base_url: str, path: RequestP
     before = await counters.settled_scrape(session, base_url)
     sent_prompt = sent_cached = 0
     for step in STEPS:
-        messages = prompt(modality, media_id)
+        tag = nonce()
         for i, label in enumerate(step.salts):
             salt = cell_salts[label] if label else None
+            messages = prompt(modality, media_id, tag=tag,
+                              trailing=f"Then answer variant {i}." if step.diverge else None)
             out = await exchange(session, path, messages, 4, salt, timeout_s)
             name = step.name if i else f"{step.name}/first"
             if not out["ok"]:
                 judged.append({"name": name, "error": out["error"]})
-                break
+                break  # this step only
             n, cached = out["prompt_tokens"], out["cached_tokens"]
             sent_prompt, sent_cached = sent_prompt + n, sent_cached + cached
             rule = step.second if i else NONE

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import random
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import aiohttp
@@ -19,7 +20,7 @@ from bench.engine.target import Target
 from bench.isolation.cells import run_cell
 from bench.isolation.probe import prompt
 from bench.isolation.probe_media import probe_media
-from bench.isolation.side_channel import measure
+from bench.isolation.side_channel import KINDS, POWER_TARGET, add_tests, measure
 from bench.isolation.uuid_probe import run_uuid_probe
 from bench.metadata import base_metadata
 from bench.outputs import ISOLATION_FILE, ISOLATION_KIND
@@ -28,6 +29,7 @@ from bench.paths.base import PathContext, RequestPath
 from bench.paths.media_urls import MediaUrls
 from bench.progress import progress_bar
 from bench.run.exchange import exchange
+from bench.stats import samples_for_power
 from bench.vocab import MEDIA_MODALITIES, MODALITIES
 
 
@@ -35,7 +37,11 @@ from bench.vocab import MEDIA_MODALITIES, MODALITIES
 class IsolationOptions:
     paths: list[str] = field(default_factory=lambda: list(PATHS))
     modalities: list[str] = field(default_factory=lambda: list(MODALITIES))
-    samples: int = 12  # side-channel samples per group; 0 skips the side channel
+    #: Side-channel samples per group; 0 skips the side channel; None: enough for
+    #: :data:`POWER_TARGET` across this run's rows (see :func:`resolve_samples`).
+    samples: int | None = None
+    #: Seeds the order of each side-channel sample's seen and unseen probes.
+    order_seed: int = 0
     uuid_probe: bool = True
     timeout_s: float = 600.0
     #: Test-only: paths whose builder drops the salt (proves that a leak is caught).
@@ -46,6 +52,24 @@ def cells_of(opts: IsolationOptions) -> list[tuple[str, str]]:
     """(path, modality) cells: token-only paths carry text prompts only."""
     return [(p, m) for p in opts.paths for m in opts.modalities
             if m == "text" or not PATHS[p].text_only]
+
+
+def side_channel_cells(opts: IsolationOptions) -> list[tuple[str, str]]:
+    """(path, modality) cells of the side channel: media paths x media modalities."""
+    return [(p, m) for p in media_paths() if p in opts.paths
+            for m in opts.modalities if m in MEDIA_MODALITIES]
+
+
+def resolve_samples(opts: IsolationOptions) -> tuple[IsolationOptions, dict | None]:
+    """``opts`` with its sample count settled, and the power target it was derived from
+    (``None`` when the count was given)."""
+    if opts.samples is not None:
+        return opts, None
+    rows = len(side_channel_cells(opts)) * len(KINDS)
+    if not rows:
+        return replace(opts, samples=0), None
+    target = {**POWER_TARGET, "tests": rows}
+    return replace(opts, samples=samples_for_power(**target)), target
 
 
 class _Media:
@@ -63,13 +87,16 @@ class _Media:
 
 async def run_isolation(target: Target, opts: IsolationOptions, run_id: str,
                         out_path: Path, metadata: dict, progress=None) -> dict:
-    """Run everything; ``isolation.json`` is rewritten after each cell (partial results)."""
+    """Run everything; ``isolation.json`` is rewritten after each cell (partial results;
+    side-channel rows get their statistics once all are measured)."""
+    opts, power_target = resolve_samples(opts)
     ctx = PathContext(target.base_url, target.model, {}, MediaUrls("data"),
-                      timeout_s=opts.timeout_s)
+                      timeout_s=opts.timeout_s, zero_cached_omitted=target.zero_cached_omitted)
     media = _Media(ctx, cache_dir("probe-media") / run_id)
     paths = {p.name: p for p in make_paths(opts.paths, ctx, opts.drop_salt_on)}
     result = {"schema_version": SCHEMA_VERSION, "kind": ISOLATION_KIND, "run_id": run_id,
-              "metadata": {**metadata, "isolation_options": {**opts.__dict__}},
+              "metadata": {**metadata, "isolation_options": {
+                  **opts.__dict__, "samples_power_target": power_target}},
               "cells": [], "uuid_probe": [], "side_channel": [], "duration_s": None,
               "complete": False}
     start = time.monotonic()
@@ -87,6 +114,7 @@ async def run_isolation(target: Target, opts: IsolationOptions, run_id: str,
         await _experiments(target, opts, ctx, media, paths, result, tick)
     finally:
         shutil.rmtree(media.root, ignore_errors=True)
+    add_tests(result["side_channel"])
     result["complete"] = True
     save()
     return result
@@ -110,12 +138,12 @@ async def _experiments(target: Target, opts: IsolationOptions, ctx: PathContext,
                     media.fresh("image", "uuid-y"), target.block_size, opts.timeout_s))
                 tick()
         if opts.samples:
-            for name in (p for p in media_paths() if p in paths):
-                for modality in (m for m in opts.modalities if m in MEDIA_MODALITIES):
-                    ids = [media.fresh(modality, "side") for _ in range(3 * opts.samples)]
-                    result["side_channel"] += await measure(session, paths[name], modality,
-                                                            ids, opts.samples, opts.timeout_s)
-                    tick()
+            rng = random.Random(opts.order_seed)
+            for name, modality in side_channel_cells(opts):
+                ids = [media.fresh(modality, "side") for _ in range(3 * opts.samples)]
+                result["side_channel"] += await measure(session, paths[name], modality, ids,
+                                                        opts.samples, opts.timeout_s, rng)
+                tick()
 
 
 async def _warm(session: aiohttp.ClientSession, path: RequestPath, modality: str, media: _Media,
@@ -131,9 +159,8 @@ def total_steps(opts: IsolationOptions) -> int:
     n = len(cells_of(opts))
     if opts.uuid_probe and "image" in opts.modalities:
         n += len([p for p in uuid_paths() if p in opts.paths])
-    if opts.samples:
-        n += len([p for p in media_paths() if p in opts.paths]) * len(
-            [m for m in opts.modalities if m in MEDIA_MODALITIES])
+    if opts.samples != 0:
+        n += len(side_channel_cells(opts))
     return n
 
 

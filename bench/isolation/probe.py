@@ -1,4 +1,5 @@
-"""Probe prompts: a fresh nonce first, then text, then at most one media item."""
+"""Probe prompts: a fresh nonce first, then text, then at most one media item, then
+optionally a trailing text."""
 
 from __future__ import annotations
 
@@ -14,12 +15,15 @@ def nonce() -> str:
 
 
 def prompt(modality: str, media_id: str | None = None, uuid: str | None = None,
-           tag: str | None = None) -> list[dict]:
-    """One user message; ``tag`` (default: a fresh nonce) leads, inside the first block."""
+           tag: str | None = None, trailing: str | None = None) -> list[dict]:
+    """One user message; ``tag`` (default: a fresh nonce) leads, inside the first block;
+    ``trailing`` is a text part after the media."""
     parts: list[dict] = [{"type": "text", "text": f"[{tag or nonce()}] {FILLER}"}]
     if modality != "text":
         part = {"type": modality, "media": media_id}
         if uuid is not None:
             part["uuid"] = uuid
         parts.append(part)
+    if trailing is not None:
+        parts.append({"type": "text", "text": trailing})
     return [{"role": "user", "content": parts}]

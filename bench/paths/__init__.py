@@ -30,8 +30,9 @@ class SaltDropping:
     """
 
     def __init__(self, path: RequestPath) -> None:
-        self.path, self.name = path, path.name
+        self.path, self.name, self.ctx = path, path.name, path.ctx
         self.text_only, self.accepts_uuid = path.text_only, path.accepts_uuid
+        self.preprocesses_before_send = path.preprocesses_before_send
 
     async def build(self, session: aiohttp.ClientSession, messages: list[dict],
                     max_tokens: int, salt: str | None) -> tuple[str, dict]:

@@ -21,6 +21,10 @@ class RequestPath(Protocol):
     text_only: ClassVar[bool]
     #: Forwards a client ``uuid`` per media item (which replaces the content hash).
     accepts_uuid: ClassVar[bool]
+    #: Its media are preprocessed while the request is built, before the timed send
+    #: (so TTFT leaves that time out; ``ttft_incl_preprocess_ms`` adds it back).
+    preprocesses_before_send: ClassVar[bool]
+    ctx: PathContext
 
     async def build(self, session: aiohttp.ClientSession, messages: list[dict],
                     max_tokens: int, salt: str | None) -> tuple[str, dict]:
@@ -42,6 +46,8 @@ class PathContext:
     urls: MediaUrls
     audio_part: str = "audio_url"  # or "input_audio" (base64 WAV in the body)
     timeout_s: float = 600.0
+    #: The server leaves ``cached_tokens`` out when it is 0 (bench.engine.capabilities).
+    zero_cached_omitted: bool = False
 
 
 def media_modalities(req: dict) -> list[str]:
@@ -125,12 +131,26 @@ def is_token_event(event: dict) -> int:
     return len(event.get("choices") or [])
 
 
-def usage_counts(usage: dict | None) -> dict[str, Any]:
-    """Prompt, cached and output token counts from a final ``usage`` object."""
+def carries_tokens(event: dict) -> bool:
+    """Whether a chunk carries generated output: chat ``delta`` text, or generate's
+    ``token_ids`` / ``text`` (not chat's role-only first chunk, not the usage chunk)."""
+    for choice in event.get("choices") or []:
+        delta = choice.get("delta") or {}
+        if (choice.get("token_ids") or choice.get("text") or delta.get("content")
+                or delta.get("reasoning_content") or delta.get("reasoning")):
+            return True
+    return False
+
+
+def usage_counts(usage: dict | None, zero_cached_omitted: bool = False) -> dict[str, Any]:
+    """Prompt, cached and output token counts from a final ``usage`` object; a missing
+    ``cached_tokens`` reads as 0 from a server known to leave zeros out."""
     usage = usage or {}
     details = usage.get("prompt_tokens_details") or {}
-    return {"prompt_tokens": usage.get("prompt_tokens"),
-            "cached_tokens": details.get("cached_tokens"),
+    cached = details.get("cached_tokens")
+    if cached is None and zero_cached_omitted and usage.get("prompt_tokens") is not None:
+        cached = 0
+    return {"prompt_tokens": usage.get("prompt_tokens"), "cached_tokens": cached,
             "output_tokens": usage.get("completion_tokens")}
 
 

@@ -11,6 +11,7 @@ class ChatPath:
     name = "chat"
     text_only = False
     accepts_uuid = True
+    preprocesses_before_send = False
 
     def __init__(self, ctx: PathContext) -> None:
         self.ctx = ctx

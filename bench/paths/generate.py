@@ -42,6 +42,7 @@ class _GeneratePath:
     name = ""
     text_only = False
     accepts_uuid = False
+    preprocesses_before_send = False
 
     def __init__(self, ctx: PathContext) -> None:
         self.ctx = ctx
@@ -99,6 +100,7 @@ class PartsPath(_GeneratePath):
 
 class FeaturesPath(_GeneratePath):
     name = "generate-features"
+    preprocesses_before_send = True  # the render call processes the media
 
     async def build(self, session: aiohttp.ClientSession, messages: list[dict],
                     max_tokens: int, salt: str | None) -> tuple[str, dict]:

@@ -11,6 +11,7 @@ from matplotlib.patches import Patch, Rectangle
 
 from bench.report.load import Run
 from bench.report.style import figure, legend, series_label, series_style, wrap
+from bench.stats import DISTINGUISHABLE, NO_EVIDENCE
 from bench.vocab import MODALITY_LABELS, VERDICT_STYLE
 
 #: Modalities in a fixed reading order (anything else after them, as first seen).
@@ -212,36 +213,43 @@ def isolation_heatmap(runs: list[Run]) -> SubFigure | None:
 
 
 def side_channel(runs: list[Run]) -> SubFigure | None:
-    """(6) Forest plot of side-channel AUCs with confidence intervals."""
-    iso_runs = [run for run in _isolated(runs) if run.isolation.get("side_channel")]
+    """(6) Forest plot of side-channel AUCs with bootstrap intervals; filled markers are
+    rows whose Holm-adjusted one-sided test found the groups distinguishable."""
+    iso_runs = [run for run in _isolated(runs)
+                if any(s.get("auc") is not None for s in run.isolation.get("side_channel", []))]
     if not iso_runs:
         return None
-    rows = [(run, s) for run in iso_runs for s in run.isolation["side_channel"]]
+    rows = [(run, s) for run in iso_runs for s in run.isolation["side_channel"]
+            if s.get("auc") is not None]  # not "too few samples", and tested
     kinds = _ordered(s["kind"] for _, s in rows)
     fig, (ax,) = figure("Timing side channel: can TTFT tell the two groups apart? "
-                        "(AUC with confidence interval)", iso_runs,
+                        "(AUC with 95% bootstrap interval)", iso_runs,
                         size=(10, 2.2 + 0.35 * len(rows)))
     ax.axvline(0.5, color="black", linestyle="--", linewidth=1)
     for y, (_, s) in enumerate(rows):
         st = series_style(kinds.index(s["kind"]))
+        found = s.get("finding") == DISTINGUISHABLE
         ax.errorbar(s["auc"], y, xerr=[[s["auc"] - s["ci_low"]], [s["ci_high"] - s["auc"]]],
                     fmt=st["marker"], color=st["color"], capsize=3, markersize=7,
-                    markerfacecolor=st["color"] if s.get("distinguishable") else "white")
+                    markerfacecolor=st["color"] if found else "white")
+        p = s.get("p_adjusted")
         ax.text(1.02, y, f"{s['auc']:.3f} [{s['ci_low']:.3f}, {s['ci_high']:.3f}]  "
-                         f"n {s.get('n_a', '?')}/{s.get('n_b', '?')}",
+                         f"n {s.get('n_a', '?')}/{s.get('n_b', '?')}  "
+                         f"Holm p {'–' if p is None else format(p, '.2g')}",
                 transform=ax.get_yaxis_transform(), va="center", fontsize=8)
     labels = [series_label(iso_runs, run, f"{s['path']} · {s['modality']} · {s['kind']}")
               for run, s in rows]
     ax.set_yticks(range(len(rows)), labels)
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlim(-0.02, 1.02)  # room for markers at 0 and 1
-    ax.set_xlabel("AUC of TTFT between the two groups (0.5 = indistinguishable)")
+    ax.set_xlabel("AUC = P(TTFT of group a > TTFT of group b)  (0.5 = no difference)")
     ax.set_ylabel("path · modality · comparison")
     handles = [Line2D([], [], linestyle="", marker=series_style(i)["marker"],
                       color=series_style(i)["color"], label=k) for i, k in enumerate(kinds)]
-    handles += [Line2D([], [], linestyle="", marker="o", color="grey", label="distinguishable"),
+    handles += [Line2D([], [], linestyle="", marker="o", color="grey",
+                       label=f"{DISTINGUISHABLE} (Holm p ≤ α)"),
                 Line2D([], [], linestyle="", marker="o", color="grey", markerfacecolor="white",
-                       label="not distinguishable"),
+                       label=NO_EVIDENCE),
                 Line2D([], [], color="black", linestyle="--", label="chance (AUC 0.5)")]
     legend(fig, handles, ncol=min(len(handles), 5))
     return fig

@@ -46,17 +46,18 @@ def chart_html(png: Path, caption: str) -> str:
 
 
 def run_header(run: Run) -> str:
-    """The run's name, metadata and expectations: what a reader needs before the charts."""
+    """The run's name, metadata and judgements: what a reader needs before the charts."""
     meta = tables.Table("Metadata", ["key", "value"], [[k, v] for k, v in run.meta().items()], 2)
     return "\n".join([f"<h2>Run {escape(run.label)}</h2>", table_html(meta),
-                      f"<p>{escape(tables.expectations_line(run.results))}</p>"])
+                      f"<p>{escape(tables.judgement_line(run.results))}</p>"])
 
 
 def run_tables(run: Run) -> str:
-    shown = [tables.pass_table(run.results), tables.group_table(run.results)]
-    unmet = tables.unmet_table(run.results)
-    if unmet.rows:
-        shown.append(unmet)
+    shown = [tables.pass_table(run.results), tables.group_table(run.results),
+             tables.judgement_table(run.results)]
+    problems = tables.problem_table(run.results)
+    if problems.rows:
+        shown.append(problems)
     if run.isolation:
         shown += [tables.verdict_table(run.isolation), tables.side_channel_table(run.isolation),
                   tables.uuid_table(run.isolation)]

@@ -6,7 +6,7 @@ The HTML page and the console render the same tables, so all agree on every numb
 from __future__ import annotations
 
 from bench.report.load import Run
-from bench.report.tables import Table, expectations_line, pass_table, verdict_table
+from bench.report.tables import Table, judgement_line, pass_table, verdict_table
 
 
 def meta_line(run: Run) -> str:
@@ -28,7 +28,7 @@ def summary(runs: list[Run]) -> str:
     parts = ["## saltbench report"]
     for run in runs:
         parts += [f"### {run.label}", meta_line(run), to_markdown(pass_table(run.results)),
-                  expectations_line(run.results)]
+                  judgement_line(run.results)]
         if run.isolation:
             parts.append(to_markdown(verdict_table(run.isolation)))
     return "\n\n".join(parts) + "\n"

@@ -49,13 +49,15 @@ def pass_table(results: dict) -> Table:
     rows = [[p["path"], p["salt_mode"], f"{p.get('completed')}/{p.get('failed')}",
              rate(p.get("hit_rate_requests")), rate(p.get("hit_rate_counters")),
              AGREE[p.get("counters_agree")], ms(p.get("median_ttft_ms")),
-             ms(p.get("p99_ttft_ms")), ms(p.get("p50_ttft_hit_ms")),
+             ms(p.get("p99_ttft_ms")), ms(p.get("median_ttft_incl_preprocess_ms")),
+             ms(p.get("p50_ttft_hit_ms")),
              ms(p.get("p99_ttft_hit_ms")), ms(p.get("p50_ttft_miss_ms")),
              ms(p.get("p99_ttft_miss_ms")), tput(p.get("request_throughput")),
              tput(p.get("total_token_throughput"))] for p in results["passes"]]
     return Table("Per pass (measure phase)",
                  ["path", "salt mode", "ok/failed", "hit rate (requests)", "hit rate (counters)",
-                  "counters agree", "TTFT p50 ms", "TTFT p99 ms", "TTFT hit p50 ms",
+                  "counters agree", "TTFT p50 ms", "TTFT p99 ms", "TTFT incl. preprocess p50 ms",
+                  "TTFT hit p50 ms",
                   "TTFT hit p99 ms", "TTFT miss p50 ms", "TTFT miss p99 ms", "req/s", "tok/s"],
                  rows, keys=2)
 
@@ -63,49 +65,85 @@ def pass_table(results: dict) -> Table:
 def group_table(results: dict) -> Table:
     rows = [[g["path"], g["modality"], g["salt_mode"], f"{g.get('completed')}/{g.get('failed')}",
              rate(g.get("hit_rate")), rate(g.get("hit_fraction_of_expected")),
-             ms(g.get("median_ttft_ms")), ms(g.get("p99_ttft_ms")), ms(g.get("mean_tpot_ms")),
+             ms(g.get("median_ttft_ms")), ms(g.get("p99_ttft_ms")),
+             ms(g.get("median_ttft_incl_preprocess_ms")), ms(g.get("mean_tpot_ms")),
+             ms(g.get("mean_itl_ms")), ms(g.get("mean_itl_token_ms")),
              ms(g.get("median_e2el_ms")), tput(g.get("request_throughput")),
              tput(g.get("total_token_throughput"))] for g in results["groups"]]
     return Table("Per path, modality and salt mode (measure phase; throughput is the group's "
                  "share)", ["path", "modality", "salt mode", "ok/failed", "hit rate",
-                            "cached / expected", "TTFT p50 ms", "TTFT p99 ms", "TPOT mean ms",
-                            "E2EL p50 ms", "req/s", "tok/s"], rows, keys=3)
+                            "cached / expected", "TTFT p50 ms", "TTFT p99 ms",
+                            "TTFT incl. preprocess p50 ms", "TPOT mean ms", "ITL mean ms",
+                            "ITL tokens-only mean ms", "E2EL p50 ms", "req/s", "tok/s"],
+                 rows, keys=3)
 
 
-def expectations_line(results: dict) -> str:
-    exp = results.get("expectations", {})
+def judgement_line(results: dict) -> str:
+    """One line a CI log or PR shows: how many requests were judged, and how they fared."""
+    c = results.get("judgements", {}).get("counts", {})
     partial = "INTERRUPTED run, results are partial; " if results.get("interrupted") else ""
     oracle = results.get("oracle", {})
-    return (f"{partial}cache expectations met: {exp.get('met', '–')}/{exp.get('checked', '–')}; "
+    return (f"{partial}requests judged exactly: {c.get('judged', '–')} of "
+            f"{c.get('requests', '–')} (met {c.get('met', '–')}, leak {c.get('leak', '–')}, "
+            f"under-hit {c.get('under-hit', '–')}; unjudged, a twin in flight: "
+            f"{c.get('unjudged', '–')}; failed {c.get('failed', '–')}); "
             f"workload oracle agreed: {oracle.get('agreed', '–')}/{oracle.get('compared', '–')}; "
             f"prompt-token mismatches between paths: "
             f"{len(results.get('prompt_token_mismatches', []))}")
 
 
-def unmet_table(results: dict) -> Table:
-    cols = ("phase", "path", "salt_mode", "request_id", "modality", "expect", "prompt_tokens",
-            "cached_tokens", "expected_cached_tokens")
+def judgement_table(results: dict) -> Table:
+    """Per path x modality x salt mode (prime and measure phases): the judgements."""
+    cols = ("requests", "met", "leak", "under-hit", "unjudged", "failed", "leaked_tokens",
+            "missing_tokens")
+    rows = [[g["path"], g["modality"], g["salt_mode"], *(str(g[c]) for c in cols)]
+            for g in results.get("judgements", {}).get("groups", [])]
+    return Table("Cache judgements per request (prefix-cache model)",
+                 ["path", "modality", "salt mode", *(c.replace("_", " ") for c in cols)],
+                 rows, keys=3)
+
+
+def problem_table(results: dict) -> Table:
+    """The requests that leaked or under-hit, with the bounds the model allowed."""
+    cols = ("phase", "path", "salt_mode", "request_id", "modality", "judgement",
+            "prompt_tokens", "cached_tokens", "cached_lower", "cached_upper")
     rows = [[fmt(u.get(c), "") for c in cols]
-            for u in results.get("expectations", {}).get("unmet", [])]
-    return Table("Unmet cache expectations", [c.replace("_", " ") for c in cols], rows, keys=6)
+            for u in results.get("judgements", {}).get("problems", [])]
+    return Table("Requests outside their cache bounds (lower: guaranteed, upper: allowed)",
+                 [c.replace("_", " ") for c in cols], rows, keys=6)
 
 
 def verdict_table(iso: dict) -> Table:
+    """One row per cell, then one per uuid probe (its salt verdict; its finding is in
+    :func:`uuid_table`)."""
     rows = [[c["path"], c["modality"], c["verdict"], c.get("reason") or "",
              str(c.get("leaked_tokens") or 0), AGREE[c.get("counters", {}).get("agree")]]
             for c in iso["cells"]]
+    rows += [[u["path"], "image (uuid probe)", u.get("verdict") or "–", u.get("reason") or "",
+              fmt(u.get("leaked_tokens"), "d"), AGREE[None]] for u in iso.get("uuid_probe", [])]
     return Table("Isolation verdicts", ["path", "modality", "verdict", "reason",
                                         "leaked tokens", "counters agree"], rows, keys=4)
 
 
 def side_channel_table(iso: dict) -> Table:
-    rows = [[s["path"], s["modality"], s["kind"], rate(s["auc"]),
-             f"{rate(s['ci_low'])}–{rate(s['ci_high'])}", f"{s.get('n_a')}/{s.get('n_b')}",
+    """Per row: effect size, one-sided test (Holm across the run) and what it could detect;
+    rows written before these statistics existed show "–"."""
+    def detectable(s: dict) -> str:
+        """"none" for a tested row at whose sizes no AUC at all could reach alpha."""
+        if s.get("p_value") is not None and s.get("min_detectable_auc") is None:
+            return "none"
+        return rate(s.get("min_detectable_auc"))
+
+    rows = [[s["path"], s["modality"], s["kind"], rate(s.get("auc")),
+             "–" if s.get("ci_low") is None else f"{rate(s['ci_low'])}–{rate(s['ci_high'])}",
+             f"{s.get('n_a')}/{s.get('n_b')}",
              f"{ms(s.get('median_a_ms'))} / {ms(s.get('median_b_ms'))}",
-             AGREE[s.get("distinguishable")]] for s in iso.get("side_channel", [])]
-    return Table("Timing side channel (AUC of TTFT, 95% bootstrap interval)",
-                 ["path", "modality", "kind", "AUC", "CI", "n a/b", "median ms a / b",
-                  "distinguishable"], rows, keys=3)
+             fmt(s.get("p_adjusted"), ".3g"), detectable(s), s.get("finding") or "–"]
+            for s in iso.get("side_channel", [])]
+    return Table("Timing side channel (AUC = P(TTFT a > TTFT b), 95% bootstrap CI; one-sided "
+                 "Mann-Whitney p, Holm-adjusted across the run's rows)",
+                 ["path", "modality", "kind", "AUC", "95% CI", "n a/b", "median ms a / b",
+                  "p (Holm)", "min detectable AUC", "finding"], rows, keys=3)
 
 
 def uuid_table(iso: dict) -> Table:
@@ -135,11 +173,12 @@ def report_console() -> Console:
 
 def print_summary(results: dict, console: Console) -> None:
     console.print(to_rich(pass_table(results)))
-    bad = results["expectations"]["unmet"] or results.get("oracle", {}).get("disagreements")
-    colour = "red" if bad else "green"
-    console.print(f"[{colour}]{expectations_line(results)}[/]")
-    if results["expectations"]["unmet"]:
-        console.print(to_rich(unmet_table(results)))
+    console.print(to_rich(judgement_table(results)))
+    problems = results["judgements"]["problems"]
+    bad = problems or results.get("oracle", {}).get("disagreements")
+    console.print(f"[{'red' if bad else 'green'}]{judgement_line(results)}[/]")
+    if problems:
+        console.print(to_rich(problem_table(results)))
 
 
 def print_isolation(iso: dict, console: Console) -> None:
@@ -148,3 +187,9 @@ def print_isolation(iso: dict, console: Console) -> None:
         console.print(to_rich(uuid_table(iso)))
     if iso.get("side_channel"):
         console.print(to_rich(side_channel_table(iso)))
+        opts = iso.get("metadata", {}).get("isolation_options", {})
+        target = opts.get("samples_power_target")
+        why = (f"enough to detect an AUC of {target['target_auc']} with {target['power']:.0%} "
+               f"power at alpha {target['alpha']}, Holm-adjusted across {target['tests']} rows"
+               if target else "as given; each row shows the smallest AUC it could detect")
+        console.print(f"side channel: {opts.get('samples', '–')} samples per group, {why}")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import time
+
 import aiohttp
 
 from bench.client.stream import post_stream
-from bench.paths.base import RequestPath, is_token_event, usage_counts
+from bench.paths.base import RequestPath, carries_tokens, is_token_event, usage_counts
 from bench.run.records import Exchange
 from bench.salts import digest
 
@@ -21,21 +23,33 @@ def _scrub(error: str | None, salt: str | None) -> str | None:
 
 async def exchange(session: aiohttp.ClientSession, path: RequestPath, messages: list[dict],
                    max_tokens: int, salt: str | None, timeout_s: float) -> Exchange:
-    """The measured outcome of one request; failures (build or stream) are not raised."""
+    """The measured outcome of one request; failures (build or stream) are not raised.
+
+    ``build_ms`` is the time to build the request before it is sent (for a path that
+    preprocesses media then, the render call); ``ttft_incl_preprocess_ms`` adds it to TTFT
+    for such a path, so that every path's figure includes media preprocessing.
+    """
+    started = time.perf_counter()
     try:
         url, body = await path.build(session, messages, max_tokens, salt)
     except Exception as exc:  # noqa: BLE001 - a request that cannot be built is a failure
         return Exchange(ok=False, status=None,
                         error=_scrub(f"build: {type(exc).__name__}: {exc}"[:500], salt),
                         prompt_tokens=None, cached_tokens=None, output_tokens=None,
-                        ttft_ms=None, e2el_ms=None, itl_ms=[])
+                        build_ms=_ms(time.perf_counter() - started), ttft_ms=None,
+                        ttft_incl_preprocess_ms=None, e2el_ms=None, itl_ms=[], itl_token_ms=[])
+    build_s = time.perf_counter() - started
     result = await post_stream(session, url, body, timeout_s=timeout_s,
-                               is_token_event=is_token_event)
-    counts = usage_counts(result.usage)
+                               is_token_event=is_token_event, carries_tokens=carries_tokens)
+    counts = usage_counts(result.usage, path.ctx.zero_cached_omitted)
     ok, error = result.ok, result.error
     if ok and (counts["prompt_tokens"] is None or counts["cached_tokens"] is None):
         ok, error = False, ("the final usage chunk has no prompt_tokens_details.cached_tokens: "
                             "start vLLM with --enable-prompt-tokens-details")
+    preprocess_s = build_s if path.preprocesses_before_send else 0.0
     return Exchange(ok=ok, status=result.status, error=_scrub(error, salt), **counts,
-                    ttft_ms=_ms(result.ttft_s), e2el_ms=_ms(result.e2el_s),
-                    itl_ms=[round(x * 1e3, 3) for x in result.itl_s])
+                    build_ms=_ms(build_s), ttft_ms=_ms(result.ttft_s),
+                    ttft_incl_preprocess_ms=_ms(None if result.ttft_s is None
+                                                else result.ttft_s + preprocess_s),
+                    e2el_ms=_ms(result.e2el_s), itl_ms=[round(x * 1e3, 3) for x in result.itl_s],
+                    itl_token_ms=[round(x * 1e3, 3) for x in result.token_itl_s])

@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import BinaryIO, TypedDict
+from typing import Any, BinaryIO, TypedDict
 
 from bench.errors import BenchError
 
@@ -28,9 +29,12 @@ class Exchange(TypedDict):
     prompt_tokens: int | None
     cached_tokens: int | None
     output_tokens: int | None
-    ttft_ms: float | None
+    build_ms: float | None  # building the request before it is sent
+    ttft_ms: float | None  # as vllm bench serve: from the send to the first chunk with choices
+    ttft_incl_preprocess_ms: float | None  # TTFT plus media preprocessing done in the build
     e2el_ms: float | None
-    itl_ms: list[float]
+    itl_ms: list[float]  # as vllm bench serve: gaps between chunks with choices
+    itl_token_ms: list[float]  # gaps between chunks that carry generated tokens
 
 
 class Record(Exchange, total=False):
@@ -47,11 +51,21 @@ class Record(Exchange, total=False):
     case: str
     tenant: str
     modality: str           # bench.vocab.MODALITY_LABELS
-    expect: str             # full / none / unjudged, judged when the request started
     oracle: str             # the workload oracle's expectation
-    start_s: float          # since the run started
-    expected_cached_tokens: int | None
+    start_s: float          # since the run started, before the request was built
+    end_s: float            # since the run started, when its stream ended
     seq: int                # the order in which requests finished
+
+
+class Layout(TypedDict, total=False):
+    """One line of ``layouts.jsonl``: a request's prompt as the engine hashes it
+    (:mod:`bench.verdicts.prefix_model`), rendered by the server after its pass."""
+
+    # "pass": the pass index
+    request_id: str
+    n_tokens: int
+    block_keys: list[str]
+    error: str  # instead of the above when the render failed
 
 
 @dataclass
@@ -85,8 +99,8 @@ class RecordWriter:
         _drop_partial_last_line(self._file, self.path)
         return self
 
-    def write(self, record: Record) -> None:
-        """Append ``record`` as one line and flush it before returning."""
+    def write(self, record: Mapping[str, Any]) -> None:
+        """Append ``record`` (a :class:`Record` or a :class:`Layout`) as one line, flushed."""
         if self._file is None:
             raise RuntimeError("RecordWriter.write outside its 'with' block")
         self._file.write(json.dumps(record).encode("utf-8") + b"\n")

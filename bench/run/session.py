@@ -16,7 +16,7 @@ from rich.console import Console
 from bench.engine.target import Target
 from bench.errors import BenchError
 from bench.metadata import base_metadata
-from bench.outputs import RECORDS_FILE, RESULTS_FILE
+from bench.outputs import LAYOUTS_FILE, RECORDS_FILE, RESULTS_FILE
 from bench.progress import progress_bar
 from bench.results import build_results, write_results
 from bench.run.passes import Runner, RunOptions
@@ -50,14 +50,18 @@ def run_benchmark(target: Target, workload: Workload, opts: RunOptions, out_dir:
     per_pass = n + min(opts.warmup, n) + (n if opts.prime else 0)
     total = per_pass * len(opts.paths) * len(opts.salt_modes)
     with progress_bar(console, "requests", total) as progress:
-        runner = Runner(target, workload, opts, records_path, run_id, progress)
+        runner = Runner(target, workload, opts, records_path, out_dir / LAYOUTS_FILE, run_id,
+                        progress)
         interrupted = True
         try:
             asyncio.run(runner.run())
             interrupted = False
         finally:
             records = read_records(records_path) if records_path.exists() else []
-            results = build_results(run_id, metadata, runner.passes, records, interrupted)
+            layouts_path = out_dir / LAYOUTS_FILE
+            layouts = read_records(layouts_path) if layouts_path.exists() else []
+            results = build_results(run_id, metadata, runner.passes, records, layouts,
+                                    interrupted)
             write_results(out_dir / RESULTS_FILE, results)
             if interrupted:
                 console.print(f"[yellow]run interrupted; {len(records)} records kept in "

@@ -1,19 +1,27 @@
-"""What the prefix cache should return for a request, from what was sent before it.
+"""Every request judged by the prefix-cache model: what it may and must get from the cache.
 
-Keys are the prompt as actually sent (salt included), so the rule holds for every path
-and salt mode: an identical earlier prompt under the same salt that has COMPLETED means
-a full hit, ``floor((n-1)/B)*B`` tokens; no earlier prompt of the same case (first text)
-under the same salt means 0; anything else (a shared prefix, a twin still in flight) is
-not judged.
+For each pass, the records of its ``prime`` and ``measure`` phases and the layouts the
+server rendered for them go through :func:`bench.verdicts.prefix_model.judge`, which
+bounds each request's cached tokens by what completed (guaranteed) and what had started
+(allowed) under the same salt before it. Each record is annotated in memory with its
+``judgement`` and bounds; the summary counts them per path x modality x salt mode.
+Leaked tokens (above what is allowed) and missing tokens (below what is guaranteed) are
+summed apart, never netted.
 """
 
 from __future__ import annotations
 
-import json
+from collections import Counter
 
 from bench.paths import media_paths
-from bench.run.records import Record
-from bench.vocab import FULL, MEASURE, NONE, UNJUDGED
+from bench.run.records import Layout, Record
+from bench.verdicts import prefix_model as pm
+from bench.vocab import FULL, MEASURE, NONE, PARTIAL
+
+#: Judgements a request can get, in report order ("judged" = the first three).
+JUDGEMENTS = (pm.MET, pm.LEAK, pm.UNDER_HIT, pm.UNJUDGED, pm.FAILED)
+#: Requests whose problems are listed in full in the results.
+MAX_LISTED = 200
 
 
 def full_hit_tokens(prompt_tokens: int, block_size: int) -> int:
@@ -21,70 +29,98 @@ def full_hit_tokens(prompt_tokens: int, block_size: int) -> int:
     return max(prompt_tokens - 1, 0) // block_size * block_size
 
 
-def _case(messages: list[dict]) -> str:
-    first = messages[0]["content"]
-    return next((p["text"] for p in first if p["type"] == "text"), "")
+def _sent(record: Record, shape: Layout | None) -> pm.Sent:
+    layout = None
+    if shape and "block_keys" in shape and (not record["ok"]
+                                            or shape["n_tokens"] == record["prompt_tokens"]):
+        layout = pm.Layout(shape["n_tokens"], tuple(shape["block_keys"]))
+    first = None
+    if record.get("ttft_ms") is not None:
+        first = record["start_s"] + ((record.get("build_ms") or 0) + record["ttft_ms"]) / 1e3
+    return pm.Sent(id=record["seq"], salt=record["salt_digest"], layout=layout,
+                   start=record["start_s"], first_token=first,
+                   end=record["end_s"] if record["ok"] else None,
+                   cached=record["cached_tokens"] if record["ok"] else None)
 
 
-class PrefixTracker:
-    """Tracks the prompts of one pass as they start and complete."""
+def judge_records(records: list[Record], layouts: list[Layout], block_size: int,
+                  kv_capacity_blocks: int | None) -> dict:
+    """Judge and annotate every record of the ``prime`` and ``measure`` phases."""
+    shapes = {(s["pass"], s["request_id"]): s for s in layouts}  # type: ignore[typeddict-item]
+    by_pass: dict[int, list[Record]] = {}
+    for r in records:
+        if r["phase"] in ("prime", MEASURE):
+            by_pass.setdefault(r["pass"], []).append(r)  # type: ignore[typeddict-item]
+    blocks: set[tuple[str | None, str]] = set()
+    for index, recs in by_pass.items():
+        sent = [_sent(r, shapes.get((index, r["request_id"]))) for r in recs]
+        # A request without a layout could be the source of another's hit: judge none.
+        complete = all(s.layout is not None for s in sent)
+        judged = pm.judge(sent if complete else [], block_size)
+        for r, s in zip(recs, sent):
+            j = judged.get(s.id, pm.Judgement(0, 0, pm.UNJUDGED, 0, 0))
+            verdict = j.verdict if r["ok"] else pm.FAILED
+            r.update(judgement=verdict, cached_lower=j.lower, cached_upper=j.upper,  # type: ignore[typeddict-item]
+                     expected_cached_tokens=j.expected if verdict != pm.FAILED else None,
+                     leaked_tokens=j.leaked_tokens, missing_tokens=j.missing_tokens)
+            if s.layout is not None:
+                blocks.update((s.salt, k) for k in s.layout.block_keys)
+    judged_recs = [r for recs in by_pass.values() for r in recs]
+    problems = [r for r in judged_recs if r["judgement"] in (pm.LEAK, pm.UNDER_HIT)]
+    eviction = None if kv_capacity_blocks is None else len(blocks) > kv_capacity_blocks
+    return {
+        "block_size": block_size, "kv_capacity_blocks": kv_capacity_blocks,
+        "distinct_blocks": len(blocks), "eviction_possible": eviction,
+        "counts": _counts(judged_recs),
+        "groups": [{"path": k[0], "modality": k[1], "salt_mode": k[2], **_counts(g)}
+                   for k, g in _groups(judged_recs).items()],
+        "problems": [{k: r.get(k) for k in ("seq", "phase", "pass", "path", "salt_mode",
+                                            "request_id", "modality", "judgement",
+                                            "prompt_tokens", "cached_tokens", "cached_lower",
+                                            "cached_upper")}
+                     for r in problems[:MAX_LISTED]],
+    }
 
-    def __init__(self) -> None:
-        self.started_cases: set[tuple] = set()
-        self.completed: set[tuple] = set()
 
-    @staticmethod
-    def keys(salt: str | None, messages: list[dict]) -> tuple[tuple, tuple]:
-        return (salt, json.dumps(messages, sort_keys=True)), (salt, _case(messages))
-
-    def start(self, salt: str | None, messages: list[dict]) -> tuple[str, tuple]:
-        """Register a request about to be sent; return its expectation and its key."""
-        full, case = self.keys(salt, messages)
-        if full in self.completed:
-            expect = FULL
-        elif case not in self.started_cases:
-            expect = NONE
-        else:
-            expect = UNJUDGED
-        self.started_cases.add(case)
-        return expect, full
-
-    def complete(self, key: tuple) -> None:
-        self.completed.add(key)
+def _groups(records: list[Record]) -> dict[tuple, list[Record]]:
+    out: dict[tuple, list[Record]] = {}
+    for r in records:
+        out.setdefault((r["path"], r["modality"], r["salt_mode"]), []).append(r)
+    return out
 
 
-def expected_cached(expect: str, prompt_tokens: int | None, block_size: int) -> int | None:
-    if prompt_tokens is None:
+def _counts(records: list[Record]) -> dict:
+    n = Counter(r["judgement"] for r in records)  # type: ignore[typeddict-item]
+    return {"requests": len(records), "judged": n[pm.MET] + n[pm.LEAK] + n[pm.UNDER_HIT],
+            **{j: n[j] for j in JUDGEMENTS},
+            "leaked_tokens": sum(r.get("leaked_tokens") or 0 for r in records),
+            "missing_tokens": sum(r.get("missing_tokens") or 0 for r in records)}
+
+
+def expectation(record: Record, block_size: int) -> str | None:
+    """The model's exact expectation as the oracle's word: full, partial or none."""
+    expected = record.get("expected_cached_tokens")
+    if expected is None or record.get("prompt_tokens") is None:
         return None
-    if expect == FULL:
-        return full_hit_tokens(prompt_tokens, block_size)
-    return 0 if expect == NONE else None
+    if expected == 0:
+        return NONE
+    return FULL if expected == full_hit_tokens(record["prompt_tokens"], block_size) else PARTIAL
 
 
-def check_expectations(records: list[Record]) -> dict:
-    """Each judged record: did it get the cached tokens its expectation says?"""
-    judged = [r for r in records if r.get("expected_cached_tokens") is not None]
-    unmet = [{k: r.get(k) for k in ("seq", "phase", "path", "salt_mode", "request_id",
-                                    "modality", "expect", "prompt_tokens", "cached_tokens",
-                                    "expected_cached_tokens")}
-             for r in judged if r.get("cached_tokens") != r["expected_cached_tokens"]]
-    return {"checked": len(judged), "met": len(judged) - len(unmet), "unmet": unmet}
+def oracle_agreement(records: list[Record], primed: bool, block_size: int) -> dict:
+    """Does the workload's oracle (computed when the workload was generated) agree with the
+    cache model on what was actually sent?
 
-
-def oracle_agreement(records: list[Record], primed: bool) -> dict:
-    """Does the workload's oracle (computed when the workload was generated) agree with
-    the expectation judged at run time from what was actually sent?
-
-    Compared where both are judgements (full or none): salted passes of the paths that
-    carry media (the oracle keys media by content, the token path drops media), on the
-    first traversal of the workload (``prime`` if primed, else ``measure``), served in order.
+    Compared on the salted passes of the paths that carry media (the oracle keys media by
+    content; the token path drops media), on the first traversal of the workload
+    (``prime`` if primed, else ``measure``), where the model's expectation is exact.
     """
     first = "prime" if primed else MEASURE
-    compared = [r for r in records
+    compared = [(r, expectation(r, block_size)) for r in records
                 if r["phase"] == first and r["salt_mode"] == "salted"
-                and r["path"] in media_paths() and r.get("oracle") in (FULL, NONE)
-                and r["expect"] in (FULL, NONE)]
-    disagree = [{k: r.get(k) for k in ("path", "request_id", "oracle", "expect")}
-                for r in compared if r["oracle"] != r["expect"]]
+                and r["path"] in media_paths() and r.get("oracle") in (FULL, NONE)]
+    compared = [(r, e) for r, e in compared if e is not None]
+    disagree = [{"path": r["path"], "request_id": r["request_id"], "oracle": r["oracle"],
+                 "model": e} for r, e in compared if r["oracle"] != e]
     return {"compared": len(compared), "agreed": len(compared) - len(disagree),
             "disagreements": disagree[:50]}

@@ -33,13 +33,28 @@ def prompt_token_mismatches(records: list[Record]) -> list[dict]:
 
 
 def problems(results: dict) -> list[str]:
-    """Why a run should fail a CI step: failed requests, unmet cache expectations."""
+    """Why a run should fail a CI step: failed requests, leaks and under-hits, counters
+    that disagree with the requests, paths that disagree on a prompt, an interruption."""
     out = []
     failed = sum(p["failed"] for p in results["passes"])
     if failed:
         out.append(f"{failed} measured request(s) failed")
-    if unmet := results["expectations"]["unmet"]:
-        out.append(f"{len(unmet)} request(s) missed their cache expectation")
+    counts = results["judgements"]["counts"]
+    if counts["leak"]:
+        out.append(f"{counts['leak']} request(s) got more cached tokens than the salt rules "
+                   f"allow ({counts['leaked_tokens']} tokens leaked)")
+    if counts["under-hit"]:
+        eviction = {True: "possible", False: "not possible", None: "unknown"}[
+            results["judgements"]["eviction_possible"]]
+        out.append(f"{counts['under-hit']} request(s) got fewer cached tokens than completed "
+                   f"requests guarantee ({counts['missing_tokens']} tokens; eviction "
+                   f"{eviction} at this KV capacity)")
+    if disagree := [p for p in results["passes"] if p.get("counters_agree") is False]:
+        out.append("server counters disagree with the requests' cached tokens on pass(es) "
+                   + ", ".join(f"{p['path']}/{p['salt_mode']}" for p in disagree))
+    if mismatches := results.get("prompt_token_mismatches"):
+        out.append(f"{len(mismatches)} request(s) have different prompt token counts on "
+                   "different paths")
     oracle = results.get("oracle", {})
     if disagree := oracle.get("compared", 0) - oracle.get("agreed", 0):
         out.append(f"the workload oracle disagrees on {disagree} request(s)")

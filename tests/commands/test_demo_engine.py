@@ -20,7 +20,7 @@ def test_demo_end_to_end(target: Target, tmp_path: Path) -> None:
     for title in ("cache_salt on the chat path", "Per pass (measure phase)",
                   "Isolation verdicts", "Media UUID probe", "Timing side channel"):
         assert title in stdout, title
-    assert "cache expectations met" in stdout
+    assert "requests judged exactly" in stdout and "Cache judgements per request" in stdout
     assert "report:" in stderr and str(out / "index.html") in stderr
     results = json.loads((out / "results.json").read_text())
     assert len(results["passes"]) == 8 and not results["interrupted"]
@@ -31,7 +31,7 @@ def test_demo_end_to_end(target: Target, tmp_path: Path) -> None:
     html = (out / "index.html").read_text()
     assert "Isolation verdicts" in html and "<img" in html
     summary = (out / "summary.md").read_text()
-    assert "| chat | none |" in summary and "cache expectations met" in summary
+    assert "| chat | none |" in summary and "requests judged exactly" in summary
     assert "| generate-parts | image | ISOLATED |" in summary
     charts = {p.name for p in (out / "charts").iterdir()}
     assert {p for p in charts if p.endswith(".png")} and {p for p in charts if p.endswith(".svg")}

@@ -1,28 +1,170 @@
-"""The isolation experiment's design and side-channel rows (no engine)."""
+"""The isolation experiment's design: steps, probe order, side-channel rows, a cell and a
+uuid probe against scripted requests (no engine)."""
 
 from __future__ import annotations
 
+import asyncio
+import random
+from types import SimpleNamespace
+
 import pytest
 
-from bench.isolation.experiment import IsolationOptions, cells_of
-from bench.isolation.side_channel import auc, auc_interval, summarize
+from bench.isolation import cells, uuid_probe
+from bench.isolation.experiment import (
+    IsolationOptions,
+    cells_of,
+    resolve_samples,
+    side_channel_cells,
+)
+from bench.isolation.probe import prompt
+from bench.isolation.side_channel import (
+    CROSS_TENANT,
+    POWER_TARGET,
+    SEEN,
+    UNSEEN,
+    add_tests,
+    probe_orders,
+    summarize,
+)
+from bench.stats import samples_for_power
+from bench.verdicts.isolation import exit_code
 
-
-def test_auc_and_interval() -> None:
-    assert auc([3, 4], [1, 2]) == 1.0
-    assert auc([1, 2], [3, 4]) == 0.0
-    assert auc([1, 2], [1, 2]) == 0.5
-    low, high = auc_interval([3, 4, 5, 6], [1, 2, 3, 4])
-    assert 0 <= low <= auc([3, 4, 5, 6], [1, 2, 3, 4]) <= high <= 1
-    row = summarize("chat", "image", "x", [10, 11, 12, 13], [1, 2, 3, 4])
-    assert row["auc"] == 1.0 and row["distinguishable"] is True
-    same = summarize("chat", "image", "x", [1, 2, 3, 4, 5, 6], [6, 5, 4, 3, 2, 1])
-    assert same["auc"] == pytest.approx(0.5) and same["distinguishable"] is False
-    assert summarize("chat", "image", "x", [1], [2])["auc"] is None
+STEP_NAMES = ["same-salt-repeat", "cross-salt", "unsalted-repeat", "salted-after-unsalted",
+              "salted-then-unsalted", "cross-salt-same-media"]
 
 
 def test_token_only_path_gets_text_cells_only() -> None:
-    cells = cells_of(IsolationOptions())
-    assert ("generate-tokens", "text") in cells
-    assert ("generate-tokens", "image") not in cells
-    assert ("generate-parts", "video") in cells
+    got = cells_of(IsolationOptions())
+    assert ("generate-tokens", "text") in got
+    assert ("generate-tokens", "image") not in got
+    assert ("generate-parts", "video") in got
+
+
+def test_steps() -> None:
+    assert [s.name for s in cells.STEPS] == STEP_NAMES
+    by_name = {s.name: s for s in cells.STEPS}
+    assert by_name["salted-then-unsalted"].salts == ("A", None)
+    assert by_name["cross-salt-same-media"].salts == ("A", "B")
+    assert by_name["cross-salt-same-media"].diverge
+
+
+def test_prompt_trailing_text_follows_the_media() -> None:
+    parts = prompt("image", "img-1", tag="t", trailing="end")[0]["content"]
+    assert [p["type"] for p in parts] == ["text", "image", "text"]
+    assert parts[0]["text"].startswith("[t] ") and parts[2]["text"] == "end"
+    assert len(prompt("image", "img-1")[0]["content"]) == 2
+
+
+def test_probe_order_is_randomised_per_sample() -> None:
+    orders = probe_orders(20, random.Random(1))
+    assert len(orders) == 20
+    assert all(sorted(o) == sorted((SEEN, UNSEEN)) for o in orders)
+    assert orders.count((SEEN, UNSEEN)) == orders.count((UNSEEN, SEEN)) == 10
+    assert orders == probe_orders(20, random.Random(1))  # seeded
+    assert orders != probe_orders(20, random.Random(2))
+    odd = probe_orders(7, random.Random(3))
+    assert {odd.count((SEEN, UNSEEN)), odd.count((UNSEEN, SEEN))} == {3, 4}
+    assert len(set(probe_orders(2, random.Random(4)))) == 2
+
+
+def test_side_channel_rows_are_tested_across_the_run() -> None:
+    slow, fast = [10.0, 11, 12, 13, 14, 15], [1.0, 2, 3, 4, 5, 6]
+    rows = [summarize("chat", "image", CROSS_TENANT, slow, fast),
+            summarize("chat", "audio", CROSS_TENANT, [1.0, 4, 2, 5, 3, 6], [6.0, 3, 5, 2, 4, 1]),
+            summarize("chat", "video", CROSS_TENANT, [1.0], [2.0])]
+    assert "p_value" not in rows[0] and rows[0]["median_a_ms"] == 12.5  # partial save
+    add_tests(rows)
+    keys = {"path", "modality", "kind", "auc", "ci_low", "ci_high", "n_a", "n_b", "median_a_ms",
+            "median_b_ms", "p_value", "p_adjusted", "min_detectable_auc", "finding"}
+    assert all(keys <= set(r) and "distinguishable" not in r for r in rows)
+    sep, null, short = rows
+    assert sep["auc"] == 1.0 and sep["finding"] == "distinguishable"
+    assert sep["p_adjusted"] == pytest.approx(2 * sep["p_value"])  # Holm over the 2 tested rows
+    assert null["auc"] == pytest.approx(0.5) and null["finding"] == "no evidence"
+    assert short["auc"] is None and short["finding"] == "too few samples"
+    assert short["median_a_ms"] == 1.0 and (short["n_a"], short["n_b"]) == (1, 1)
+
+
+def test_default_samples_follow_the_power_target() -> None:
+    opts, target = resolve_samples(IsolationOptions())
+    rows = len(side_channel_cells(IsolationOptions())) * 2
+    assert rows == 18 and target == {**POWER_TARGET, "tests": rows}
+    assert opts.samples == samples_for_power(0.8, 0.8, 0.05, tests=18)
+    assert resolve_samples(IsolationOptions(samples=8)) == (IsolationOptions(samples=8), None)
+    text_only, none = resolve_samples(IsolationOptions(modalities=["text"]))
+    assert text_only.samples == 0 and none is None
+
+
+class Script:
+    """Scripted ``exchange``: one outcome per call (ok, or an error), recorded."""
+
+    def __init__(self, outcomes: list[int | str]) -> None:
+        self.outcomes, self.sent = list(outcomes), []
+
+    async def __call__(self, session, path, messages, max_tokens, salt, timeout_s) -> dict:
+        self.sent.append((messages, salt))
+        out = self.outcomes.pop(0)
+        if isinstance(out, str):
+            return {"ok": False, "error": out}
+        return {"ok": True, "error": None, "prompt_tokens": 100, "cached_tokens": out,
+                "ttft_ms": 1.0}
+
+
+@pytest.fixture
+def no_counters(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def scrape(session, base_url) -> dict:
+        return {}
+    monkeypatch.setattr("bench.run.counters.settled_scrape", scrape)
+
+
+def run_cell(script: Script, monkeypatch: pytest.MonkeyPatch) -> dict:
+    monkeypatch.setattr(cells, "exchange", script)
+    return asyncio.run(cells.run_cell(None, "http://x", SimpleNamespace(name="chat"), "image",
+                                      "img-1", 16, 1.0))
+
+
+def test_a_failed_step_does_not_hide_a_later_leak(monkeypatch, no_counters) -> None:
+    # same-salt-repeat's first request fails; cross-salt-same-media's second leaks.
+    script = Script(["HTTP 500: x", 0, 0, 0, 96, 0, 0, 0, 0, 0, 32])
+    cell = run_cell(script, monkeypatch)
+    assert cell["verdict"] == "LEAK" and cell["leaked_tokens"] == 32
+    assert cell["reason"] == ("cross-salt-same-media: 32 cached tokens; "
+                              "same-salt-repeat/first: HTTP 500: x")
+    assert [s["name"] for s in cell["steps"] if "/first" not in s["name"]] == STEP_NAMES[1:]
+    assert exit_code({"cells": [cell], "uuid_probe": []}) == 1
+    # The last step: salts A then B, the same lead and media, different trailing text.
+    (first, salt_1), (second, salt_2) = script.sent[-2:]
+    a, b = first[0]["content"], second[0]["content"]
+    assert a[:2] == b[:2] and a[2] != b[2] and salt_1 != salt_2 and None not in (salt_1, salt_2)
+    # salted-then-unsalted: salt A (the one cross-salt-same-media starts with), then none.
+    assert [salt for _, salt in script.sent[-4:-2]] == [salt_1, None]
+
+
+def test_an_error_alone_is_an_error(monkeypatch, no_counters) -> None:
+    cell = run_cell(Script([0, 96, 0, "timeout", 0, 96, 0, 0, 0, 0, 0, 0]), monkeypatch)
+    assert (cell["verdict"], cell["reason"]) == ("ERROR", "cross-salt: timeout")
+    assert len(cell["steps"]) == 12 and exit_code({"cells": [cell]}) == 2
+
+
+def run_probe(script: Script, monkeypatch: pytest.MonkeyPatch) -> dict:
+    monkeypatch.setattr(uuid_probe, "exchange", script)
+    return asyncio.run(uuid_probe.run_uuid_probe(None, "http://x", SimpleNamespace(name="chat"),
+                                                 "img-x", "img-y", 16, 1.0))
+
+
+def test_uuid_probe_verdicts(monkeypatch, no_counters) -> None:
+    isolated = {"verdict": "ISOLATED"}
+    # x (A), y (B, same uuid), y (A, same uuid), y (A, no uuid)
+    ok = run_probe(Script([0, 0, 96, 48]), monkeypatch)
+    assert (ok["verdict"], ok["leaked_tokens"], ok["reason"]) == ("ISOLATED", 0, None)
+    assert "the uuid replaces the content hash" in ok["finding"]  # a finding, not a verdict
+    assert exit_code({"cells": [isolated], "uuid_probe": [ok]}) == 0
+    leak = run_probe(Script([0, 32, 96, "HTTP 500: x"]), monkeypatch)
+    assert (leak["verdict"], leak["leaked_tokens"]) == ("LEAK", 32)
+    assert leak["finding"].startswith("another salt: 32 cached tokens (salt leak)")
+    assert leak["reason"] == "y-salt-b-same-uuid: 32 cached tokens; y-salt-a-no-uuid: HTTP 500: x"
+    assert exit_code({"cells": [isolated], "uuid_probe": [ok, leak]}) == 1
+    failed = run_probe(Script(["timeout", 0, 96, 48]), monkeypatch)
+    assert (failed["verdict"], failed["leaked_tokens"]) == ("ERROR", 0)
+    assert failed["reason"] == "x-salt-a: timeout"
+    assert exit_code({"cells": [isolated], "uuid_probe": [failed]}) == 2

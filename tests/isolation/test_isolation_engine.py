@@ -31,11 +31,12 @@ def test_current_engine_is_isolated_everywhere(normal: dict) -> None:
     assert set(cells) == set(cells_of(IsolationOptions()))
     assert {c["verdict"] for c in cells.values()} == {"ISOLATED"}, [
         (k, c["reason"]) for k, c in cells.items() if c["verdict"] != "ISOLATED"]
-    assert exit_code(normal["cells"]) == 0
+    assert exit_code(normal) == 0
     for c in cells.values():
         assert c["counters"]["agree"], c["counters"]
         assert [s["name"] for s in c["steps"] if "/first" not in s["name"]] == [
-            "same-salt-repeat", "cross-salt", "unsalted-repeat", "salted-after-unsalted"]
+            "same-salt-repeat", "cross-salt", "unsalted-repeat", "salted-after-unsalted",
+            "salted-then-unsalted", "cross-salt-same-media"]
 
 
 def test_uuid_probe_reports_what_the_uuid_does(normal: dict) -> None:
@@ -44,6 +45,7 @@ def test_uuid_probe_reports_what_the_uuid_does(normal: dict) -> None:
         assert all(step["ok"] for step in probe["steps"].values()), probe["steps"]
         # Salt isolation holds for the KV cache whatever the uuid does.
         assert probe["cross_salt_cached_tokens"] == 0
+        assert (probe["verdict"], probe["leaked_tokens"]) == ("ISOLATED", 0)
         assert probe["finding"]
 
 
@@ -53,6 +55,9 @@ def test_side_channel_rows_for_every_media_cell(normal: dict) -> None:
     for s in normal["side_channel"]:
         assert s["n_a"] == s["n_b"] == 3
         assert 0.0 <= s["ci_low"] <= s["auc"] <= s["ci_high"] <= 1.0
+        assert 0.0 < s["p_value"] <= s["p_adjusted"] <= 1.0
+        assert s["finding"] in ("distinguishable", "no evidence")
+        assert "distinguishable" not in s
 
 
 def test_dropped_salt_on_content_parts_is_a_leak(target: Target, tmp_path: Path) -> None:
@@ -63,4 +68,4 @@ def test_dropped_salt_on_content_parts_is_a_leak(target: Target, tmp_path: Path)
             assert c["verdict"] == "LEAK" and c["leaked_tokens"] > 0, c
         else:
             assert c["verdict"] == "ISOLATED", c
-    assert exit_code(result["cells"]) == 1
+    assert exit_code(result) == 1

@@ -25,3 +25,25 @@ def test_modality_label() -> None:
     assert modality_label([]) == "text"
     assert modality_label(["image", "image"]) == "image"
     assert modality_label(["image", "audio"]) == "mixed"
+
+
+def test_token_rules_on_vllm_shaped_chunks() -> None:
+    from bench.paths.base import carries_tokens, is_token_event
+
+    role = {"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}
+    text = {"choices": [{"index": 0, "delta": {"content": "ab"}}]}
+    generate = {"choices": [{"index": 0, "token_ids": [17, 4]}]}
+    usage = {"choices": [], "usage": {"prompt_tokens": 9}}
+    assert [is_token_event(e) for e in (role, text, generate, usage)] == [1, 1, 1, 0]
+    assert [carries_tokens(e) for e in (role, text, generate, usage)] == [False, True, True, False]
+
+
+def test_missing_cached_tokens_reads_as_zero_only_where_the_server_omits_zeros() -> None:
+    from bench.paths.base import usage_counts
+
+    usage = {"prompt_tokens": 40, "completion_tokens": 4}
+    assert usage_counts(usage)["cached_tokens"] is None
+    assert usage_counts(usage, zero_cached_omitted=True)["cached_tokens"] == 0
+    reported = {**usage, "prompt_tokens_details": {"cached_tokens": 32}}
+    assert usage_counts(reported, zero_cached_omitted=True)["cached_tokens"] == 32
+    assert usage_counts(None, zero_cached_omitted=True)["cached_tokens"] is None

@@ -4,6 +4,8 @@ from pathlib import Path
 
 import pytest
 
+from bench import SCHEMA_VERSION
+
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "run-smoke"
 
 
@@ -13,7 +15,7 @@ def synthetic_isolation(run_id: str, metadata: dict) -> dict:
                 ("generate-parts", "image"): ("UNDER-HIT", 0),
                 ("generate-parts", "audio"): ("ERROR", 0)}
     return {
-        "schema_version": 1, "kind": "saltbench-isolation", "run_id": run_id,
+        "schema_version": SCHEMA_VERSION, "kind": "saltbench-isolation", "run_id": run_id,
         "metadata": metadata, "duration_s": 1.0,
         "cells": [{"path": p, "modality": m, "verdict": v, "leaked_tokens": n,
                    "reason": "synthetic | test" if v == "ERROR" else None,
@@ -25,7 +27,9 @@ def synthetic_isolation(run_id: str, metadata: dict) -> dict:
                         "finding": "synthetic"}],
         "side_channel": [{"path": p, "modality": m, "kind": k, "auc": auc,
                           "ci_low": auc - 0.1, "ci_high": min(auc + 0.08, 1.0), "n_a": 20,
-                          "n_b": 20, "distinguishable": auc - 0.1 > 0.5}
+                          "n_b": 20, "p_adjusted": 0.01 if auc > 0.9 else 0.6,
+                          "min_detectable_auc": 0.74,
+                          "finding": "distinguishable" if auc > 0.9 else "no evidence"}
                          for (p, m), k, auc in [(("chat", "image"), "cross-tenant-media", 0.52),
                                                 (("chat", "image"), "unsalted-hit-vs-miss", 0.93),
                                                 (("generate-parts", "audio"),

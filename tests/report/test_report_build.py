@@ -33,8 +33,9 @@ def test_report_from_real_run(fixture_run, tmp_path):
     html = (report / "index.html").read_text()
     for title in ("Metadata", "Per pass (measure phase)", "Per path, modality and salt mode"):
         assert f"<h3>{title}" in html
-    exp = results["expectations"]
-    assert f"cache expectations met: {exp['met']}/{exp['checked']}" in html
+    counts = results["judgements"]["counts"]
+    assert f"requests judged exactly: {counts['judged']} of {counts['requests']}" in html
+    assert "<h3>Cache judgements per request" in html
     md = (report / "summary.md").read_text()
     meta = results["metadata"]
     for text in (meta["target"]["vllm_version"], meta["workload"]["spec"]["sha256"]):

@@ -37,7 +37,7 @@ def workload(tmp_path: Path):
 
 
 def _run(fake_server, workload, out: Path, **opts) -> dict:
-    target = Target(fake_server.url, "fake", 32, None, {"managed": False})
+    target = Target(fake_server.url, "fake", 32, None, {"managed": False, "block_size": 32})
     return run_benchmark(target, workload, RunOptions(paths=["chat"], warmup=0, **opts), out,
                          "20261202-000000-fake-abcdef", Console(stderr=True))
 

@@ -1,0 +1,44 @@
+"""What a running server does, found out by asking it once (not by trusting its version).
+
+Some vLLM response builders set ``usage.prompt_tokens_details`` only when cached tokens
+are above 0: a missing field then means 0, but only on a server known to report it
+when it is not 0. Two identical requests tell: the repeat must show cached tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import urllib.error
+import urllib.request
+
+from bench.errors import BenchError
+
+#: How a server reports ``prompt_tokens_details.cached_tokens``.
+ALWAYS, WHEN_NONZERO, NEVER = "always", "when-nonzero", "never"
+
+#: Long enough for a few full KV blocks of any block size up to 128 tokens.
+_PROBE_TEXT = "saltbench probe of prompt token details. " * 12
+
+
+def _cached_detail(base_url: str, model: str, text: str) -> int | None:
+    body = {"model": model, "max_tokens": 1, "temperature": 0,
+            "messages": [{"role": "user", "content": text}]}
+    request = urllib.request.Request(f"{base_url}/v1/chat/completions",
+                                     data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=120) as resp:
+            usage = json.loads(resp.read()).get("usage") or {}
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise BenchError(f"{base_url}: the prompt-token-details probe failed ({exc})") from None
+    return (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
+
+
+def cached_tokens_reporting(base_url: str, model: str) -> str:
+    """``always``, ``when-nonzero`` (a missing field means 0) or ``never``."""
+    text = f"[{secrets.token_hex(6)}] {_PROBE_TEXT}"  # a prefix no other request has
+    first, repeat = (_cached_detail(base_url, model, text) for _ in range(2))
+    if repeat is None:
+        return NEVER
+    return ALWAYS if first is not None else WHEN_NONZERO

@@ -1,0 +1,53 @@
+"""Each request's prompt as the engine hashes it, from the server's own renderer.
+
+Rendered after the pass that sent it, outside every timed window: the render runs the
+multimodal processor (whose cache is keyed by media content, not salt), so rendering
+before the pass would warm what the measured requests must find cold. After the pass the
+same media have been sent already, and the render never touches the prefix cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import aiohttp
+
+from bench.paths.base import RequestPath, openai_messages, post_json, text_only
+from bench.run.records import Layout
+from bench.verdicts.prefix_model import MediaSpan, layout
+
+#: Renders in flight at once (they are cheap next to a pass, and outside its window).
+CONCURRENCY = 4
+
+
+async def render_layout(session: aiohttp.ClientSession, path: RequestPath,
+                        messages: list[dict], block_size: int) -> Layout:
+    """The layout of ``messages`` as ``path`` sends them (no salt: it keys block 0 only)."""
+    ctx = path.ctx
+    sent = text_only(messages) if path.text_only else messages
+    rendered = await post_json(session, f"{ctx.base_url}/v1/chat/completions/render",
+                               {"model": ctx.model, "messages": openai_messages(sent, ctx),
+                                "add_generation_prompt": True}, ctx.timeout_s)
+    features = rendered.get("features") or {}
+    places = features.get("mm_placeholders") or {}
+    spans = [MediaSpan(p["offset"], p["length"], identity)
+             for modality, hashes in (features.get("mm_hashes") or {}).items()
+             for identity, p in zip(hashes, places.get(modality, []))]
+    shape = layout(rendered["token_ids"], spans, block_size)
+    return Layout(n_tokens=shape.n_tokens, block_keys=list(shape.block_keys))
+
+
+async def render_layouts(session: aiohttp.ClientSession, path: RequestPath,
+                         prompts: dict[str, list[dict]], block_size: int) -> dict[str, Layout]:
+    """Layouts of ``prompts`` (request id -> messages); a failed render gives ``error``."""
+    slots = asyncio.Semaphore(CONCURRENCY)
+
+    async def one(messages: list[dict]) -> Layout:
+        async with slots:
+            try:
+                return await render_layout(session, path, messages, block_size)
+            except Exception as exc:  # noqa: BLE001 - that request is not judged, and says why
+                return Layout(error=f"{type(exc).__name__}: {exc}"[:300])
+
+    done = await asyncio.gather(*(one(m) for m in prompts.values()))
+    return dict(zip(prompts, done))

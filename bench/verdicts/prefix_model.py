@@ -1,0 +1,167 @@
+"""A client-side model of vLLM's prefix (KV) cache, to judge every request exactly.
+
+The engine caches full blocks of ``B`` tokens. Block ``i`` is keyed by its parent's key,
+its token ids and the media spans overlapping it; ``cache_salt`` keys block 0 only and
+reaches the later blocks through the chain, so blocks are shared only under the same salt
+(or between unsalted requests). A source puts its ``floor(n/B)`` full blocks in the cache;
+a request of ``n`` tokens hits at most its first ``floor((n-1)/B)`` blocks, and only the
+leading run of those that are cached when it is scheduled.
+
+For each request ``judge`` bounds what the server may report: ``lower`` from sources that
+completed before it started (certainly cached), ``upper`` from sources that started before
+its first token (possibly cached), then compares the reported count with both.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+MET = "met"
+LEAK = "leak"
+UNDER_HIT = "under-hit"
+UNJUDGED = "unjudged"
+FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class MediaSpan:
+    """A multimodal item's placeholder span in the prompt."""
+
+    offset: int  # index of the first placeholder token in the prompt
+    length: int  # number of placeholder tokens
+    identity: str  # the media item's identity (vLLM mm_hash, or the client uuid)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A prompt as the engine hashes it, without its salt."""
+
+    n_tokens: int
+    block_keys: tuple[str, ...]  # one chained key per FULL block (floor(n_tokens/B)), hex, 16 chars
+
+
+def layout(token_ids: Sequence[int], media: Sequence[MediaSpan], block_size: int) -> Layout:
+    """Chained sha256 keys: ``key_i = sha256(key_{i-1} | block tokens | (identity, offset)
+    of every media span overlapping block i)``."""
+    if block_size <= 0:
+        raise ValueError(f"block_size must be positive, got {block_size}")
+    n_blocks = len(token_ids) // block_size
+    overlapping: list[list[tuple[str, int]]] = [[] for _ in range(n_blocks)]
+    for span in sorted((s for s in media if s.length > 0), key=lambda s: (s.offset, s.identity)):
+        first = max(span.offset, 0) // block_size
+        last = min((span.offset + span.length - 1) // block_size, n_blocks - 1)
+        for i in range(first, last + 1):
+            overlapping[i].append((span.identity, span.offset))
+    keys: list[str] = []
+    parent = ""
+    for i in range(n_blocks):
+        block = [int(t) for t in token_ids[i * block_size:(i + 1) * block_size]]
+        payload = json.dumps([parent, block, overlapping[i]], separators=(",", ":"))
+        parent = hashlib.sha256(payload.encode()).hexdigest()[:16]
+        keys.append(parent)
+    return Layout(n_tokens=len(token_ids), block_keys=tuple(keys))
+
+
+@dataclass(frozen=True)
+class Sent:
+    """One request as it was sent and what came back."""
+
+    id: int  # unique within the judged sequence (e.g. the record's seq)
+    salt: str | None  # a salt label or digest; None = no cache_salt
+    layout: Layout | None  # None: unknown, neither judged nor a source
+    start: float  # when the client started it (s, any common clock)
+    first_token: float | None  # when its first token arrived (None if never)
+    end: float | None  # when it completed successfully (None if it failed)
+    cached: int | None  # cached tokens the server reported (None if failed)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """What the cache model says of one request."""
+
+    lower: int  # cached tokens guaranteed: same-salt sources completed by R.start
+    upper: int  # cached tokens allowed: same-salt sources started before R's first token
+    verdict: str  # "met" | "leak" | "under-hit" | "unjudged" | "failed"
+    leaked_tokens: int  # max(cached - upper, 0)
+    missing_tokens: int  # max(lower - cached, 0)
+
+    @property
+    def expected(self) -> int | None:
+        """The exact cached count when the bounds agree, else None."""
+        return self.lower if self.lower == self.upper else None
+
+
+# Per block key: the two earliest (time, request id), so that a request can skip itself.
+_Keys = dict[str, list[tuple[float, int]]]
+_Index = dict[str | None, _Keys]  # per salt
+
+
+def _index(events: list[tuple[float, int, str | None, Layout]]) -> _Index:
+    """Index (time, id, salt, layout) events by salt and block key, two earliest per key."""
+    index: _Index = {}
+    for time, rid, salt, lay in sorted(events, key=lambda e: (e[0], e[1])):
+        keys = index.setdefault(salt, {})
+        for key in lay.block_keys:
+            seen = keys.get(key)
+            if seen is None:
+                keys[key] = [(time, rid)]
+            elif len(seen) < 2:
+                seen.append((time, rid))
+    return index
+
+
+def _run(keys: Sequence[str], begin: int, index: _Keys, rid: int, limit: float,
+         inclusive: bool) -> int:
+    """Length of the leading run of ``keys`` (from ``begin``) whose earliest other source
+    came at or before ``limit`` (``inclusive``) or strictly before it."""
+    i = begin
+    for key in keys[begin:]:
+        seen = index.get(key)
+        if seen is None:
+            break
+        time, source = seen[0]
+        if source == rid:
+            if len(seen) < 2:
+                break
+            time = seen[1][0]
+        if time > limit or (time == limit and not inclusive):
+            break
+        i += 1
+    return i
+
+
+def judge(sent: Sequence[Sent], block_size: int) -> dict[int, Judgement]:
+    """Judge every request of ``sent`` (any order) against the cache its predecessors built."""
+    if block_size <= 0:
+        raise ValueError(f"block_size must be positive, got {block_size}")
+    known = [s for s in sent if s.layout is not None]
+    started = _index([(s.start, s.id, s.salt, s.layout) for s in known])
+    completed = _index([(s.end, s.id, s.salt, s.layout) for s in known if s.end is not None])
+    out: dict[int, Judgement] = {}
+    for r in sent:
+        if r.layout is None:
+            out[r.id] = Judgement(0, 0, UNJUDGED, 0, 0)
+            continue
+        keys = r.layout.block_keys[:max(r.layout.n_tokens - 1, 0) // block_size]
+        cutoff = r.first_token if r.first_token is not None else r.end if r.end is not None else math.inf
+        done = _run(keys, 0, completed.get(r.salt, {}), r.id, r.start, inclusive=True)
+        # Whatever is guaranteed is allowed: the upper run continues the lower one.
+        lower = done * block_size
+        upper = _run(keys, done, started.get(r.salt, {}), r.id, cutoff, inclusive=False) * block_size
+        if r.end is None or r.cached is None:
+            out[r.id] = Judgement(lower, upper, FAILED, 0, 0)
+            continue
+        if r.cached > upper:
+            verdict = LEAK
+        elif r.cached < lower:
+            verdict = UNDER_HIT
+        elif lower == upper:
+            verdict = MET
+        else:
+            verdict = UNJUDGED
+        out[r.id] = Judgement(lower, upper, verdict, max(r.cached - upper, 0), max(lower - r.cached, 0))
+    return out
