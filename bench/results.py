@@ -28,7 +28,7 @@ from bench.docio import read_document, write_json
 from bench.metrics import aggregate, aggregate_groups, group_by
 from bench.outputs import RESULTS_KIND
 from bench.run import counters
-from bench.run.records import Layout, PassInfo, Record
+from bench.run.records import LayoutLine, PassInfo, Record
 from bench.verdicts.requests import judge_records, oracle_agreement
 from bench.verdicts.runs import counters_agree, prompt_token_mismatches
 from bench.vocab import MEASURE
@@ -60,7 +60,7 @@ def hit_miss_ttft(records: list[Record]) -> dict:
 
 
 def build_results(run_id: str, metadata: dict, passes: list[PassInfo], records: list[Record],
-                  layouts: list[Layout], interrupted: bool) -> dict:
+                  layouts: list[LayoutLine], interrupted: bool) -> dict:
     """The results document; judges (and annotates) every record first."""
     target = metadata.get("target", {})
     block_size = target.get("block_size")

@@ -3,8 +3,8 @@
 Each (path, modality) row has two small TTFT samples: ``slow`` (media never seen) and
 ``fast`` (media another tenant already sent). The effect size is the AUC, P(slow > fast);
 the evidence is a one-sided Mann-Whitney test, Holm-adjusted across the rows of a run.
-A bootstrap interval is reported for the AUC but is not used as a test: with 3 to 40
-values per group it is too narrow to hold its level. A row without evidence is reported
+A percentile bootstrap interval is reported for the AUC as a description only; the test
+decides. A row without evidence is reported
 as "no evidence", never "indistinguishable", next to the smallest AUC its sample sizes
 could have detected at all.
 """

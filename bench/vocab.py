@@ -26,8 +26,22 @@ MEASURE = "measure"
 #: What the prefix cache should return: the full prefix, part of it, or nothing.
 FULL, PARTIAL, NONE = "full", "partial", "none"
 EXPECTATIONS = (FULL, PARTIAL, NONE)
-#: A request whose expectation cannot be stated exactly.
-UNJUDGED = "unjudged"
+
+
+class Judged:
+    """A request's judgement against the prefix-cache model's bounds (bench.verdicts)."""
+
+    MET = "met"  # the bounds agree and it got them
+    LEAK = "leak"  # more cached tokens than any allowed source gives
+    UNDER_HIT = "under-hit"  # fewer than completed sources guarantee
+    UNJUDGED = "unjudged"  # between the bounds: a twin was in flight
+    FAILED = "failed"  # the request failed
+    NO_LAYOUT = "no-layout"  # its pass has no complete layouts (render failed, interrupted)
+
+
+#: Judgements in report order; the first three are exact ("judged").
+JUDGEMENTS = (Judged.MET, Judged.LEAK, Judged.UNDER_HIT, Judged.UNJUDGED, Judged.FAILED,
+              Judged.NO_LAYOUT)
 
 #: Isolation verdicts, most severe first, with their colour (Okabe-Ito) and hatch.
 ISOLATED, LEAK, UNDER_HIT, ERROR = "ISOLATED", "LEAK", "UNDER-HIT", "ERROR"

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from rich.console import Console
 from rich.table import Table as RichTable
 
-from bench.vocab import VERDICT_STYLE
+from bench.vocab import JUDGEMENTS, VERDICT_STYLE
 
 AGREE = {True: "yes", False: "NO", None: "–"}
 #: Rich styles of the cells that need attention: verdicts, and a "NO" in an agreement column.
@@ -86,7 +86,8 @@ def judgement_line(results: dict) -> str:
     return (f"{partial}requests judged exactly: {c.get('judged', '–')} of "
             f"{c.get('requests', '–')} (met {c.get('met', '–')}, leak {c.get('leak', '–')}, "
             f"under-hit {c.get('under-hit', '–')}; unjudged, a twin in flight: "
-            f"{c.get('unjudged', '–')}; failed {c.get('failed', '–')}); "
+            f"{c.get('unjudged', '–')}; failed {c.get('failed', '–')}; no layout, render "
+            f"failed or run interrupted: {c.get('no-layout', '–')}); "
             f"workload oracle agreed: {oracle.get('agreed', '–')}/{oracle.get('compared', '–')}; "
             f"prompt-token mismatches between paths: "
             f"{len(results.get('prompt_token_mismatches', []))}")
@@ -94,9 +95,8 @@ def judgement_line(results: dict) -> str:
 
 def judgement_table(results: dict) -> Table:
     """Per path x modality x salt mode (prime and measure phases): the judgements."""
-    cols = ("requests", "met", "leak", "under-hit", "unjudged", "failed", "leaked_tokens",
-            "missing_tokens")
-    rows = [[g["path"], g["modality"], g["salt_mode"], *(str(g[c]) for c in cols)]
+    cols = ("requests", *JUDGEMENTS, "leaked_tokens", "missing_tokens")
+    rows = [[g["path"], g["modality"], g["salt_mode"], *(fmt(g.get(c), "") for c in cols)]
             for g in results.get("judgements", {}).get("groups", [])]
     return Table("Cache judgements per request (prefix-cache model)",
                  ["path", "modality", "salt mode", *(c.replace("_", " ") for c in cols)],

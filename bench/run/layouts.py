@@ -13,7 +13,7 @@ import asyncio
 import aiohttp
 
 from bench.paths.base import RequestPath, openai_messages, post_json, text_only
-from bench.run.records import Layout
+from bench.run.records import LayoutLine
 from bench.verdicts.prefix_model import MediaSpan, layout
 
 #: Renders in flight at once (they are cheap next to a pass, and outside its window).
@@ -21,7 +21,7 @@ CONCURRENCY = 4
 
 
 async def render_layout(session: aiohttp.ClientSession, path: RequestPath,
-                        messages: list[dict], block_size: int) -> Layout:
+                        messages: list[dict], block_size: int) -> LayoutLine:
     """The layout of ``messages`` as ``path`` sends them (no salt: it keys block 0 only)."""
     ctx = path.ctx
     sent = text_only(messages) if path.text_only else messages
@@ -34,20 +34,20 @@ async def render_layout(session: aiohttp.ClientSession, path: RequestPath,
              for modality, hashes in (features.get("mm_hashes") or {}).items()
              for identity, p in zip(hashes, places.get(modality, []))]
     shape = layout(rendered["token_ids"], spans, block_size)
-    return Layout(n_tokens=shape.n_tokens, block_keys=list(shape.block_keys))
+    return LayoutLine(n_tokens=shape.n_tokens, block_keys=list(shape.block_keys))
 
 
 async def render_layouts(session: aiohttp.ClientSession, path: RequestPath,
-                         prompts: dict[str, list[dict]], block_size: int) -> dict[str, Layout]:
+                         prompts: dict[str, list[dict]], block_size: int) -> dict[str, LayoutLine]:
     """Layouts of ``prompts`` (request id -> messages); a failed render gives ``error``."""
     slots = asyncio.Semaphore(CONCURRENCY)
 
-    async def one(messages: list[dict]) -> Layout:
+    async def one(messages: list[dict]) -> LayoutLine:
         async with slots:
             try:
                 return await render_layout(session, path, messages, block_size)
             except Exception as exc:  # noqa: BLE001 - that request is not judged, and says why
-                return Layout(error=f"{type(exc).__name__}: {exc}"[:300])
+                return LayoutLine(error=f"{type(exc).__name__}: {exc}"[:300])
 
     done = await asyncio.gather(*(one(m) for m in prompts.values()))
     return dict(zip(prompts, done))

@@ -55,9 +55,16 @@ class Record(Exchange, total=False):
     start_s: float          # since the run started, before the request was built
     end_s: float            # since the run started, when its stream ended
     seq: int                # the order in which requests finished
+    # Added in memory by bench.verdicts.requests.judge_records, never written:
+    judgement: str          # bench.vocab.Judged
+    cached_lower: int       # cached tokens the salt rules guarantee
+    cached_upper: int       # cached tokens the salt rules allow
+    expected_cached_tokens: int | None  # exact expectation (lower == upper), else None
+    leaked_tokens: int      # above the upper bound
+    missing_tokens: int     # below the lower bound
 
 
-class Layout(TypedDict, total=False):
+class LayoutLine(TypedDict, total=False):
     """One line of ``layouts.jsonl``: a request's prompt as the engine hashes it
     (:mod:`bench.verdicts.prefix_model`), rendered by the server after its pass."""
 
@@ -100,7 +107,7 @@ class RecordWriter:
         return self
 
     def write(self, record: Mapping[str, Any]) -> None:
-        """Append ``record`` (a :class:`Record` or a :class:`Layout`) as one line, flushed."""
+        """Append ``record`` (a :class:`Record` or a :class:`LayoutLine`) as one line, flushed."""
         if self._file is None:
             raise RuntimeError("RecordWriter.write outside its 'with' block")
         self._file.write(json.dumps(record).encode("utf-8") + b"\n")

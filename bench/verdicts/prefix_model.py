@@ -20,11 +20,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-MET = "met"
-LEAK = "leak"
-UNDER_HIT = "under-hit"
-UNJUDGED = "unjudged"
-FAILED = "failed"
+from bench.vocab import Judged
 
 
 @dataclass(frozen=True)
@@ -144,7 +140,7 @@ def judge(sent: Sequence[Sent], block_size: int) -> dict[int, Judgement]:
     out: dict[int, Judgement] = {}
     for r in sent:
         if r.layout is None:
-            out[r.id] = Judgement(0, 0, UNJUDGED, 0, 0)
+            out[r.id] = Judgement(0, 0, Judged.UNJUDGED, 0, 0)
             continue
         keys = r.layout.block_keys[:max(r.layout.n_tokens - 1, 0) // block_size]
         cutoff = r.first_token if r.first_token is not None else r.end if r.end is not None else math.inf
@@ -153,15 +149,15 @@ def judge(sent: Sequence[Sent], block_size: int) -> dict[int, Judgement]:
         lower = done * block_size
         upper = _run(keys, done, started.get(r.salt, {}), r.id, cutoff, inclusive=False) * block_size
         if r.end is None or r.cached is None:
-            out[r.id] = Judgement(lower, upper, FAILED, 0, 0)
+            out[r.id] = Judgement(lower, upper, Judged.FAILED, 0, 0)
             continue
         if r.cached > upper:
-            verdict = LEAK
+            verdict = Judged.LEAK
         elif r.cached < lower:
-            verdict = UNDER_HIT
+            verdict = Judged.UNDER_HIT
         elif lower == upper:
-            verdict = MET
+            verdict = Judged.MET
         else:
-            verdict = UNJUDGED
+            verdict = Judged.UNJUDGED
         out[r.id] = Judgement(lower, upper, verdict, max(r.cached - upper, 0), max(lower - r.cached, 0))
     return out

@@ -14,12 +14,10 @@ from __future__ import annotations
 from collections import Counter
 
 from bench.paths import media_paths
-from bench.run.records import Layout, Record
+from bench.run.records import LayoutLine, Record
 from bench.verdicts import prefix_model as pm
-from bench.vocab import FULL, MEASURE, NONE, PARTIAL
+from bench.vocab import FULL, JUDGEMENTS, MEASURE, NONE, PARTIAL, Judged
 
-#: Judgements a request can get, in report order ("judged" = the first three).
-JUDGEMENTS = (pm.MET, pm.LEAK, pm.UNDER_HIT, pm.UNJUDGED, pm.FAILED)
 #: Requests whose problems are listed in full in the results.
 MAX_LISTED = 200
 
@@ -29,7 +27,7 @@ def full_hit_tokens(prompt_tokens: int, block_size: int) -> int:
     return max(prompt_tokens - 1, 0) // block_size * block_size
 
 
-def _sent(record: Record, shape: Layout | None) -> pm.Sent:
+def _sent(record: Record, shape: LayoutLine | None) -> pm.Sent:
     layout = None
     if shape and "block_keys" in shape and (not record["ok"]
                                             or shape["n_tokens"] == record["prompt_tokens"]):
@@ -43,7 +41,7 @@ def _sent(record: Record, shape: Layout | None) -> pm.Sent:
                    cached=record["cached_tokens"] if record["ok"] else None)
 
 
-def judge_records(records: list[Record], layouts: list[Layout], block_size: int,
+def judge_records(records: list[Record], layouts: list[LayoutLine], block_size: int,
                   kv_capacity_blocks: int | None) -> dict:
     """Judge and annotate every record of the ``prime`` and ``measure`` phases."""
     shapes = {(s["pass"], s["request_id"]): s for s in layouts}  # type: ignore[typeddict-item]
@@ -58,15 +56,16 @@ def judge_records(records: list[Record], layouts: list[Layout], block_size: int,
         complete = all(s.layout is not None for s in sent)
         judged = pm.judge(sent if complete else [], block_size)
         for r, s in zip(recs, sent):
-            j = judged.get(s.id, pm.Judgement(0, 0, pm.UNJUDGED, 0, 0))
-            verdict = j.verdict if r["ok"] else pm.FAILED
-            r.update(judgement=verdict, cached_lower=j.lower, cached_upper=j.upper,  # type: ignore[typeddict-item]
-                     expected_cached_tokens=j.expected if verdict != pm.FAILED else None,
+            j = judged.get(s.id, pm.Judgement(0, 0, Judged.NO_LAYOUT, 0, 0))
+            verdict = j.verdict if r["ok"] else Judged.FAILED
+            exact = verdict not in (Judged.FAILED, Judged.NO_LAYOUT)
+            r.update(judgement=verdict, cached_lower=j.lower, cached_upper=j.upper,
+                     expected_cached_tokens=j.expected if exact else None,
                      leaked_tokens=j.leaked_tokens, missing_tokens=j.missing_tokens)
             if s.layout is not None:
                 blocks.update((s.salt, k) for k in s.layout.block_keys)
     judged_recs = [r for recs in by_pass.values() for r in recs]
-    problems = [r for r in judged_recs if r["judgement"] in (pm.LEAK, pm.UNDER_HIT)]
+    problems = [r for r in judged_recs if r["judgement"] in (Judged.LEAK, Judged.UNDER_HIT)]
     eviction = None if kv_capacity_blocks is None else len(blocks) > kv_capacity_blocks
     return {
         "block_size": block_size, "kv_capacity_blocks": kv_capacity_blocks,
@@ -90,8 +89,8 @@ def _groups(records: list[Record]) -> dict[tuple, list[Record]]:
 
 
 def _counts(records: list[Record]) -> dict:
-    n = Counter(r["judgement"] for r in records)  # type: ignore[typeddict-item]
-    return {"requests": len(records), "judged": n[pm.MET] + n[pm.LEAK] + n[pm.UNDER_HIT],
+    n = Counter(r["judgement"] for r in records)
+    return {"requests": len(records), "judged": n[Judged.MET] + n[Judged.LEAK] + n[Judged.UNDER_HIT],
             **{j: n[j] for j in JUDGEMENTS},
             "leaked_tokens": sum(r.get("leaked_tokens") or 0 for r in records),
             "missing_tokens": sum(r.get("missing_tokens") or 0 for r in records)}

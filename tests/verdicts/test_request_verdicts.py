@@ -65,8 +65,10 @@ def test_leak_and_under_hit_are_summed_apart() -> None:
 def test_a_pass_with_a_missing_layout_is_not_judged() -> None:
     records = [_record(1, "r1", "A", 0, 13, 0.0), _record(2, "r2", "A", 8, 13, 1.0)]
     out = judge_records(records, [_shape("r1", [*SYSTEM, 1, 2, 3, 4, 5])], B, None)
-    assert [r["judgement"] for r in records] == ["unjudged", "unjudged"]
-    assert out["counts"]["judged"] == 0
+    assert [r["judgement"] for r in records] == ["no-layout", "no-layout"]
+    assert out["counts"]["judged"] == out["counts"]["unjudged"] == 0
+    assert out["counts"]["no-layout"] == 2
+    assert all(r["expected_cached_tokens"] is None for r in records)
 
 
 def _results(**judgement_counts) -> dict:
