@@ -154,11 +154,18 @@ def usage_counts(usage: dict | None, zero_cached_omitted: bool = False) -> dict[
             "output_tokens": usage.get("completion_tokens")}
 
 
-async def post_json(session: aiohttp.ClientSession, url: str, body: dict,
-                    timeout_s: float) -> dict:
-    """A plain JSON POST (render calls); a BenchError naming the endpoint on failure."""
-    async with session.post(url, json=body, timeout=aiohttp.ClientTimeout(total=timeout_s)) as r:
+async def render(session: aiohttp.ClientSession, ctx: PathContext, messages: list[dict],
+                 salt: str | None = None) -> dict:
+    """The server's rendering of OpenAI ``messages``: token ids and, with media, features
+    (``mm_hashes``, ``mm_placeholders``, processed ``kwargs_data``)."""
+    url = f"{ctx.base_url}/v1/chat/completions/render"
+    body = with_salt({"model": ctx.model, "messages": messages, "add_generation_prompt": True},
+                     salt)
+    async with session.post(url, json=body,
+                            timeout=aiohttp.ClientTimeout(total=ctx.timeout_s)) as r:
         if r.status != 200:
-            text = (await r.text())[:500]
-            raise BenchError(f"POST {url}: HTTP {r.status}: {text}")
-        return await r.json()
+            raise BenchError(f"POST {url}: HTTP {r.status}: {(await r.text())[:500]}")
+        rendered = await r.json()
+    if not isinstance(rendered, dict) or "token_ids" not in rendered:
+        raise BenchError(f"render returned no token_ids: {str(rendered)[:200]}")
+    return rendered

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import aiohttp
 
-from bench.errors import BenchError
 from bench.paths.base import (
     PART_TYPES,
     PathContext,
     media_url,
     openai_messages,
-    post_json,
+    render,
     text_only,
     with_salt,
 )
@@ -48,16 +47,6 @@ class _GeneratePath:
         self.ctx = ctx
         self.url = f"{ctx.base_url}/inference/v1/generate"
 
-    async def render(self, session: aiohttp.ClientSession, messages: list[dict],
-                     salt: str | None = None) -> dict:
-        body = with_salt({"model": self.ctx.model, "messages": messages,
-                          "add_generation_prompt": True}, salt)
-        rendered = await post_json(session, f"{self.ctx.base_url}/v1/chat/completions/render",
-                                   body, self.ctx.timeout_s)
-        if not isinstance(rendered, dict) or "token_ids" not in rendered:
-            raise BenchError(f"render returned no token_ids: {str(rendered)[:200]}")
-        return rendered
-
     def generate_body(self, token_ids: list[int], max_tokens: int, salt: str | None,
                       **extra: object) -> dict:
         body = {"model": self.ctx.model, "token_ids": token_ids,
@@ -72,7 +61,8 @@ class TokensPath(_GeneratePath):
 
     async def build(self, session: aiohttp.ClientSession, messages: list[dict],
                     max_tokens: int, salt: str | None) -> tuple[str, dict]:
-        rendered = await self.render(session, openai_messages(text_only(messages), self.ctx))
+        rendered = await render(session, self.ctx,
+                                openai_messages(text_only(messages), self.ctx))
         return self.url, self.generate_body(rendered["token_ids"], max_tokens, salt)
 
 
@@ -82,8 +72,8 @@ class PartsPath(_GeneratePath):
 
     async def build(self, session: aiohttp.ClientSession, messages: list[dict],
                     max_tokens: int, salt: str | None) -> tuple[str, dict]:
-        rendered = await self.render(
-            session, openai_messages(messages, self.ctx, standins=standins()))
+        rendered = await render(session, self.ctx,
+                                openai_messages(messages, self.ctx, standins=standins()))
         placeholders = (rendered.get("features") or {}).get("mm_placeholders") or {}
         token_ids = collapse_placeholders(rendered["token_ids"], placeholders)
         parts = []
@@ -104,7 +94,7 @@ class FeaturesPath(_GeneratePath):
 
     async def build(self, session: aiohttp.ClientSession, messages: list[dict],
                     max_tokens: int, salt: str | None) -> tuple[str, dict]:
-        rendered = await self.render(session, openai_messages(messages, self.ctx), salt)
+        rendered = await render(session, self.ctx, openai_messages(messages, self.ctx), salt)
         body = {k: v for k, v in rendered.items() if v is not None and k != "request_id"}
         body.update(self.generate_body(rendered["token_ids"], max_tokens, salt))
         return self.url, body

@@ -143,7 +143,7 @@ def side_channel_table(iso: dict) -> Table:
     return Table("Timing side channel (AUC = P(TTFT a > TTFT b), 95% bootstrap CI; one-sided "
                  "Mann-Whitney p, Holm-adjusted across the run's rows)",
                  ["path", "modality", "kind", "AUC", "95% CI", "n a/b", "median ms a / b",
-                  "p (Holm)", "min detectable AUC", "finding"], rows, keys=3)
+                  "p (Holm)", "min detectable AUC (at alpha/rows)", "finding"], rows, keys=3)
 
 
 def uuid_table(iso: dict) -> Table:

@@ -12,7 +12,7 @@ import asyncio
 
 import aiohttp
 
-from bench.paths.base import RequestPath, openai_messages, post_json, text_only
+from bench.paths.base import RequestPath, openai_messages, render, text_only
 from bench.run.records import LayoutLine
 from bench.verdicts.prefix_model import MediaSpan, layout
 
@@ -25,9 +25,7 @@ async def render_layout(session: aiohttp.ClientSession, path: RequestPath,
     """The layout of ``messages`` as ``path`` sends them (no salt: it keys block 0 only)."""
     ctx = path.ctx
     sent = text_only(messages) if path.text_only else messages
-    rendered = await post_json(session, f"{ctx.base_url}/v1/chat/completions/render",
-                               {"model": ctx.model, "messages": openai_messages(sent, ctx),
-                                "add_generation_prompt": True}, ctx.timeout_s)
+    rendered = await render(session, ctx, openai_messages(sent, ctx))
     features = rendered.get("features") or {}
     places = features.get("mm_placeholders") or {}
     spans = [MediaSpan(p["offset"], p["length"], identity)

@@ -48,11 +48,13 @@ def test_every_request_succeeds_and_meets_its_cache_expectation(run: tuple) -> N
     assert counts["judged"] == counts["met"] == counts["requests"] > 0, results["judgements"]
     # Both kinds of judgement happened on every path: first sightings while priming,
     # full repeats while measuring.
-    by_request = {(g["path"], g["salt_mode"]): g for g in results["judgements"]["groups"]}
-    for path in PATHS:
-        assert (path, "salted") in by_request or (path, "none") in by_request
+    judged = {(g["path"], g["salt_mode"]) for g in results["judgements"]["groups"]}
+    assert judged == {(p, s) for p in PATHS for s in SALT_MODES}
     first = [r for r in records if r["phase"] == "prime" and r["salt_mode"] == "salted"]
     assert {r["cached_tokens"] for r in first if r["oracle"] == "none"} == {0}
+    for path in PATHS:  # primed: the measured repeats hit on every path
+        assert any(r["cached_tokens"] for r in records
+                   if r["path"] == path and r["phase"] == "measure"), (modality, path)
 
 
 def test_salted_and_unsalted_passes_cover_every_path(run: tuple) -> None:
