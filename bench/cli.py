@@ -22,6 +22,8 @@ COMMANDS = {
     "run": "Run a workload through request paths and salt modes",
     "isolation": "Judge cache_salt isolation per path and modality (exit 1 on a leak)",
     "report": "Build charts, an HTML page and a Markdown summary from results",
+    "compare": "Compare two runs with confidence intervals; gate CI (exit 1 on a regression)",
+    "matrix": "Run the same benchmark on several vLLM versions and compare them",
 }
 
 

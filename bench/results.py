@@ -3,11 +3,15 @@
 Schema (``schema_version`` = :data:`bench.SCHEMA_VERSION`)::
 
     {"schema_version", "kind": "saltbench-run", "run_id", "interrupted",
+     "unavailable": {path: why the server cannot serve it},
      "metadata": {saltbench/machine/date, "target": {...}, "workload": {...}, "options": {...}},
-     "passes": [{"index", "path", "salt_mode", "tag", "duration_s", "counters": {delta},
+     "passes": [{"index", "path", "salt_mode", "tag", "repetition", "duration_s",
+                 "counters": {delta},
                  "hit_rate_requests", "hit_rate_counters", "counters_agree",
                  "{hit,miss}_count", "p{50,99}_ttft_{hit,miss}_ms", **metrics}],
-     "groups": [{"path", "modality", "salt_mode", **metrics}],
+     "groups": [{"path", "modality", "salt_mode", "repetition", **metrics}],
+     "spread": [{"path", "modality", "salt_mode", "repetitions",
+                 "metrics": {name: {"mean", "cv"}}}]  (bench.registry names; --repeat >= 2),
      "judgements": {"counts", "groups", "problems", "eviction_possible", ...}
          (bench.verdicts.requests.judge_records),
      "prompt_token_mismatches": [...],
@@ -27,6 +31,7 @@ from bench import SCHEMA_VERSION
 from bench.docio import read_document, write_json
 from bench.metrics import aggregate, aggregate_groups, group_by
 from bench.outputs import RESULTS_KIND
+from bench.registry import METRICS
 from bench.run import counters
 from bench.run.records import LayoutLine, PassInfo, Record
 from bench.verdicts.requests import judge_records, oracle_agreement
@@ -59,8 +64,28 @@ def hit_miss_ttft(records: list[Record]) -> dict:
     return out
 
 
+def spread(groups: list[dict]) -> list[dict]:
+    """Per path x modality x salt mode with two or more repetitions: each headline metric's
+    mean over the repetitions and its coefficient of variation (sample std / mean)."""
+    out = []
+    for key, rows in group_by(groups, GROUP_KEYS).items():
+        if len(rows) < 2:
+            continue
+        metrics = {}
+        for name in METRICS:
+            values = np.asarray([r.get(name) for r in rows], dtype=float)
+            if np.isnan(values).any():
+                continue
+            mean = float(values.mean())
+            metrics[name] = {"mean": mean,
+                             "cv": float(values.std(ddof=1) / abs(mean)) if mean else None}
+        out.append({**dict(zip(GROUP_KEYS, key)), "repetitions": len(rows), "metrics": metrics})
+    return out
+
+
 def build_results(run_id: str, metadata: dict, passes: list[PassInfo], records: list[Record],
-                  layouts: list[LayoutLine], interrupted: bool) -> dict:
+                  layouts: list[LayoutLine], interrupted: bool,
+                  unavailable: dict[str, str] | None = None) -> dict:
     """The results document; judges (and annotates) every record first."""
     target = metadata.get("target", {})
     block_size = target.get("block_size")
@@ -69,13 +94,14 @@ def build_results(run_id: str, metadata: dict, passes: list[PassInfo], records: 
     measured = [r for r in records if r["phase"] == MEASURE]
     by_pass = group_by(measured, ("pass",))
     # A group's throughput is its share of its own pass's duration.
-    groups = [row for p in passes
+    groups = [{**row, "repetition": p.repetition} for p in passes
               for row in aggregate_groups(by_pass.get((p.index,), []), GROUP_KEYS, p.duration_s)]
     return {
         "schema_version": SCHEMA_VERSION, "kind": RESULTS_KIND, "run_id": run_id,
-        "interrupted": interrupted, "metadata": metadata,
+        "interrupted": interrupted, "metadata": metadata, "unavailable": unavailable or {},
         "passes": [pass_summary(p, by_pass.get((p.index,), [])) for p in passes],
         "groups": groups,
+        "spread": spread(groups),
         "judgements": judgements,
         "prompt_token_mismatches": prompt_token_mismatches(records),
         "oracle": oracle_agreement(records, bool(metadata.get("options", {}).get("prime")),

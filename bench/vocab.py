@@ -43,6 +43,9 @@ class Judged:
 JUDGEMENTS = (Judged.MET, Judged.LEAK, Judged.UNDER_HIT, Judged.UNJUDGED, Judged.FAILED,
               Judged.NO_LAYOUT)
 
+#: A path, cell, group or metric that a server (or one side of a comparison) cannot serve.
+NOT_AVAILABLE = "n/a"
+
 #: Isolation verdicts, most severe first, with their colour (Okabe-Ito) and hatch.
 ISOLATED, LEAK, UNDER_HIT, ERROR = "ISOLATED", "LEAK", "UNDER-HIT", "ERROR"
 VERDICT_STYLE = {  # verdict: (colour, hatch, ink on it)
@@ -50,4 +53,20 @@ VERDICT_STYLE = {  # verdict: (colour, hatch, ink on it)
     LEAK: ("#D55E00", "xx", "white"),
     UNDER_HIT: ("#F0E442", "..", "black"),
     ERROR: ("#555555", "//", "white"),
+    NOT_AVAILABLE: ("#DDDDDD", "", "black"),
 }
+
+#: What a comparison says of one metric (bench.compare): it got better or worse beyond
+#: its threshold with an interval that excludes no change, neither, or it cannot tell.
+IMPROVED, REGRESSED = "improved", "regressed"
+NO_CHANGE, INCONCLUSIVE = "no significant change", "inconclusive"
+COMPARE_STATES = (REGRESSED, IMPROVED, NO_CHANGE, INCONCLUSIVE, NOT_AVAILABLE)
+COMPARE_STYLE = {  # state: colour (Okabe-Ito), as VERDICT_STYLE
+    REGRESSED: "#D55E00", IMPROVED: "#0072B2", NO_CHANGE: "#999999",
+    INCONCLUSIVE: "#E69F00", NOT_AVAILABLE: "#DDDDDD",
+}
+
+#: The server routes the request paths use; the last two are missing or fenced on some versions.
+CHAT_ROUTE = "/v1/chat/completions"
+GENERATE_ROUTE = "/inference/v1/generate"
+RENDER_ROUTE = "/v1/chat/completions/render"

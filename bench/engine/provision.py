@@ -28,6 +28,7 @@ from rich.console import Console
 
 from bench.cachedirs import cache_dir
 from bench.engine import cpu_repairs
+from bench.engine.serve_flags import serve_flags
 from bench.engine.spec import EngineSpec
 from bench.errors import BenchError
 
@@ -145,7 +146,7 @@ def provision(spec: EngineSpec, console: Console | None = None) -> EngineEnv:
     console = console or Console(stderr=True)
     root = env_dir(spec)
     python = root / "bin" / "python"
-    with _locked(root.with_suffix(".lock")):
+    with _locked(root.with_name(root.name + ".lock")):  # not with_suffix: "0.28.0"
         marker = root / MARKER
         if marker.exists() and python.exists():
             try:
@@ -165,12 +166,16 @@ def provision(spec: EngineSpec, console: Console | None = None) -> EngineEnv:
             repairs = cpu_repairs.repair(probe, pip) if spec.is_cpu else []
             if repairs:
                 probe = run_probe(python)
+            probe, steps = cpu_repairs.older_transformers(probe, pip, lambda: run_probe(python))
+            repairs += steps
             verify(python, probe)
+            info = {"spec": str(spec), "versions": probe["versions"], "python": probe["python"],
+                    "repairs": repairs}
+            serve_flags(EngineEnv(python, info))  # cached beside the marker
         except BaseException:
             shutil.rmtree(root, ignore_errors=True)
             raise
-        info = {"spec": str(spec), "versions": probe["versions"], "python": probe["python"],
-                "repairs": repairs, "provision_s": round(time.monotonic() - start, 1)}
+        info["provision_s"] = round(time.monotonic() - start, 1)
         marker.write_text(json.dumps(info, indent=2) + "\n")
         console.print(f"[green]✓[/] engine {spec} ready in {info['provision_s']:.0f}s"
                       + (f"; repairs: {'; '.join(repairs)}" if repairs else ""))

@@ -20,6 +20,10 @@ import psutil
 from bench.errors import BenchError
 
 DEFAULT_LIMIT_MM = {"image": 2, "audio": 2, "video": 2}
+#: Flags the suite can do without: left out (and recorded) where ``vllm serve`` lacks them.
+#: Older servers mount the scale-out routes without a flag; without the prompt-token
+#: details, cached tokens are not reported per request.
+OPTIONAL_FLAGS = frozenset({"--enable-scale-out", "--enable-prompt-tokens-details"})
 
 
 @dataclass
@@ -38,26 +42,47 @@ class ServerConfig:
     cpu_kvcache_gib: int | None = 1  # CPU engines only
     extra_args: list[str] = field(default_factory=list)
 
-    def flags(self, port: int) -> list[str]:
-        """The ``vllm serve`` arguments after the model."""
-        args = [
-            "--served-model-name", self.served_name,
-            "--host", "127.0.0.1", "--port", str(port),
-            "--enable-scale-out",             # /inference/v1/generate and /render
-            "--enable-prompt-tokens-details",  # usage.prompt_tokens_details.cached_tokens
-            "--enable-prefix-caching",
-            "--block-size", str(self.block_size),
-            "--max-model-len", str(self.max_model_len),
-            "--max-num-seqs", str(self.max_num_seqs),
-            "--limit-mm-per-prompt", json.dumps(self.limit_mm, separators=(",", ":")),
-            "--allowed-local-media-path", str(self.media_dir),
-            "--seed", "0",
+    def _groups(self, port: int) -> list[list[str]]:
+        """Every flag the suite passes, each with its values."""
+        groups = [
+            ["--served-model-name", self.served_name],
+            ["--host", "127.0.0.1"], ["--port", str(port)],
+            ["--enable-scale-out"],             # /inference/v1/generate and /render
+            ["--enable-prompt-tokens-details"],  # usage.prompt_tokens_details.cached_tokens
+            ["--enable-prefix-caching"],
+            ["--block-size", str(self.block_size)],
+            ["--max-model-len", str(self.max_model_len)],
+            ["--max-num-seqs", str(self.max_num_seqs)],
+            ["--limit-mm-per-prompt", json.dumps(self.limit_mm, separators=(",", ":"))],
+            ["--allowed-local-media-path", str(self.media_dir)],
+            ["--seed", "0"],
         ]
         if self.max_num_batched_tokens:
-            args += ["--max-num-batched-tokens", str(self.max_num_batched_tokens)]
+            groups.append(["--max-num-batched-tokens", str(self.max_num_batched_tokens)])
         if self.load_format:
-            args += ["--load-format", self.load_format]
+            groups.append(["--load-format", self.load_format])
+        return groups
+
+    def flags(self, port: int, supported: frozenset[str] | None = None,
+              engine: str = "this vLLM") -> list[str]:
+        """The ``vllm serve`` arguments after the model.
+
+        With ``supported`` (the server's long options, see ``serve_flags``), optional
+        flags it lacks are left out; a missing essential flag is a BenchError naming
+        ``engine``. ``extra_args`` are passed as they are.
+        """
+        args = []
+        for flag, *values in self._groups(port):
+            if supported is None or flag in supported:
+                args += [flag, *values]
+            elif flag not in OPTIONAL_FLAGS:
+                raise BenchError(f"{engine}: `vllm serve` does not accept {flag}, "
+                                 "which saltbench needs")
         return args + self.extra_args
+
+    def dropped_flags(self, supported: frozenset[str]) -> list[str]:
+        """The optional flags left out for a server that accepts only ``supported``."""
+        return [g[0] for g in self._groups(0) if g[0] in OPTIONAL_FLAGS and g[0] not in supported]
 
     def env(self) -> dict[str, str]:
         """Environment variables for the server (on top of the caller's)."""
@@ -76,8 +101,12 @@ def free_port() -> int:
 
 
 def check_port_free(port: int) -> None:
-    """Raise a BenchError when ``port`` on 127.0.0.1 is already taken."""
+    """Raise a BenchError when ``port`` on 127.0.0.1 is already taken.
+
+    Like the server, ignore connections of a stopped server in TIME_WAIT (SO_REUSEADDR).
+    """
     with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1", port))
         except OSError as exc:
@@ -102,11 +131,14 @@ class ManagedServer:
     """Starts ``python -m vllm... serve`` in its own process group and stops all of it."""
 
     def __init__(self, python: Path, config: ServerConfig, log_path: Path,
-                 port: int | None = None, start_timeout_s: float = 600.0) -> None:
+                 port: int | None = None, start_timeout_s: float = 600.0,
+                 supported: frozenset[str] | None = None, engine: str = "this vLLM") -> None:
         if port is not None:
             check_port_free(port)
         self.python, self.config, self.log_path = python, config, log_path
         self.port = port or free_port()
+        #: The arguments after the model (a BenchError here when an essential flag is missing).
+        self.flags = config.flags(self.port, supported, engine)
         self.start_timeout_s = start_timeout_s
         self.proc: subprocess.Popen | None = None
         self.start_s: float | None = None
@@ -118,7 +150,7 @@ class ManagedServer:
     @property
     def command(self) -> list[str]:
         return [str(self.python), "-m", "vllm.entrypoints.cli.main", "serve",
-                self.config.model, *self.config.flags(self.port)]
+                self.config.model, *self.flags]
 
     def start(self) -> None:
         """Start and wait for ``/health``; on failure stop everything and raise with the log tail."""

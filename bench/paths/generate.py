@@ -25,6 +25,7 @@ from bench.paths.base import (
     with_salt,
 )
 from bench.paths.media_urls import standins
+from bench.vocab import GENERATE_ROUTE, RENDER_ROUTE
 
 
 def collapse_placeholders(token_ids: list[int], placeholders: dict) -> list[int]:
@@ -42,10 +43,12 @@ class _GeneratePath:
     text_only = False
     accepts_uuid = False
     preprocesses_before_send = False
+    routes = (GENERATE_ROUTE, RENDER_ROUTE)  # token ids come from the server's renderer
+    generate_fields: tuple[str, ...] = ("token_ids",)
 
     def __init__(self, ctx: PathContext) -> None:
         self.ctx = ctx
-        self.url = f"{ctx.base_url}/inference/v1/generate"
+        self.url = f"{ctx.base_url}{GENERATE_ROUTE}"
 
     def generate_body(self, token_ids: list[int], max_tokens: int, salt: str | None,
                       **extra: object) -> dict:
@@ -68,6 +71,7 @@ class TokensPath(_GeneratePath):
 
 class PartsPath(_GeneratePath):
     name = "generate-parts"
+    generate_fields = ("token_ids", "content_parts")
     accepts_uuid = True
 
     async def build(self, session: aiohttp.ClientSession, messages: list[dict],
@@ -90,6 +94,7 @@ class PartsPath(_GeneratePath):
 
 class FeaturesPath(_GeneratePath):
     name = "generate-features"
+    generate_fields = ("token_ids", "features")
     preprocesses_before_send = True  # the render call processes the media
 
     async def build(self, session: aiohttp.ClientSession, messages: list[dict],

@@ -55,9 +55,8 @@ def run_header(run: Run) -> str:
 def run_tables(run: Run) -> str:
     shown = [tables.pass_table(run.results), tables.group_table(run.results),
              tables.judgement_table(run.results)]
-    problems = tables.problem_table(run.results)
-    if problems.rows:
-        shown.append(problems)
+    shown += [t for t in (tables.spread_table(run.results), tables.problem_table(run.results))
+              if t.rows]
     if run.isolation:
         shown += [tables.verdict_table(run.isolation), tables.side_channel_table(run.isolation),
                   tables.uuid_table(run.isolation)]

@@ -6,7 +6,7 @@ The HTML page and the console render the same tables, so all agree on every numb
 from __future__ import annotations
 
 from bench.report.load import Run
-from bench.report.tables import Table, judgement_line, pass_table, verdict_table
+from bench.report.tables import Table, judgement_line, pass_table, spread_table, verdict_table
 
 
 def meta_line(run: Run) -> str:
@@ -29,6 +29,40 @@ def summary(runs: list[Run]) -> str:
     for run in runs:
         parts += [f"### {run.label}", meta_line(run), to_markdown(pass_table(run.results)),
                   judgement_line(run.results)]
+        if run.results.get("spread"):
+            parts.append(to_markdown(spread_table(run.results)))
         if run.isolation:
             parts.append(to_markdown(verdict_table(run.isolation)))
+    return "\n\n".join(parts) + "\n"
+
+
+def compare_summary(doc: dict) -> str:
+    """The Markdown of a comparison: verdict, both runs, what changed, then every metric."""
+    from bench.report import compare_tables as ct
+
+    sides = [f"- {side}: **{doc[side]['label']}**, {doc[side]['repetitions']} repetition(s)"
+             for side in ("base", "new")]
+    allowed = [f"- allowed difference `{k}`: {a!r} → {b!r}"
+               for k, (a, b) in doc["allowed_differences"].items()]
+    parts = ["## saltbench compare", f"**{ct.summary_line(doc)}**", "\n".join(sides + allowed)]
+    parts += [f"#### {t.title}\n\n{to_markdown(t)}" for t in ct.headline_tables(doc) if t.rows]
+    every = ct.changes_table(doc, title="Every metric")
+    parts.append(f"<details><summary>Every metric ({len(every.rows)} rows)</summary>\n\n"
+                 f"{to_markdown(every)}\n\n</details>")
+    return "\n\n".join(parts) + "\n"
+
+
+def matrix_summary(doc: dict) -> str:
+    """The Markdown of a matrix: engines, isolation per engine, adjacent comparisons and
+    what changed between them."""
+    from bench.report import compare_tables as ct
+
+    parts = ["## saltbench matrix", f"workload **{doc['workload']['name']}** "
+             f"(sha256 {doc['workload']['sha256'][:12]})"]
+    parts += [f"#### {t.title}\n\n{to_markdown(t)}" for t in ct.matrix_tables(doc)]
+    for c in doc["comparisons"]:
+        if c.get("headline"):
+            table = ct.changes_table({"rows": c["headline"], "settings": {"confidence": c["confidence"]}},
+                                     title=f"{c['base']} → {c['new']}")
+            parts.append(f"#### What changed: {table.title}\n\n{to_markdown(table)}")
     return "\n\n".join(parts) + "\n"

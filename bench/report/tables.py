@@ -9,12 +9,12 @@ from dataclasses import dataclass
 from rich.console import Console
 from rich.table import Table as RichTable
 
-from bench.vocab import JUDGEMENTS, VERDICT_STYLE
+from bench.vocab import COMPARE_STYLE, JUDGEMENTS, VERDICT_STYLE
 
 AGREE = {True: "yes", False: "NO", None: "–"}
 #: Rich styles of the cells that need attention: verdicts, and a "NO" in an agreement column.
 CELL_STYLE = {**{v: f"bold {colour}" for v, (colour, _, _) in VERDICT_STYLE.items()},
-              "NO": "bold red"}
+              **{s: f"bold {colour}" for s, colour in COMPARE_STYLE.items()}, "NO": "bold red"}
 
 
 def fmt(value: float | None, spec: str) -> str:
@@ -44,6 +44,16 @@ class Table:
     keys: int = 1
 
 
+def with_repetition(items: list[dict], table: Table) -> Table:
+    """``table`` with a repetition column after its labels when ``items`` were repeated."""
+    if not any(item.get("repetition") for item in items):
+        return table
+    k = table.keys
+    return Table(table.title, [*table.headers[:k], "rep", *table.headers[k:]],
+                 [[*row[:k], str(item.get("repetition", 0)), *row[k:]]
+                  for item, row in zip(items, table.rows)], keys=k + 1)
+
+
 def pass_table(results: dict) -> Table:
     """Per pass: hit rates from requests and counters, TTFT of hits and misses, throughput."""
     rows = [[p["path"], p["salt_mode"], f"{p.get('completed')}/{p.get('failed')}",
@@ -54,12 +64,13 @@ def pass_table(results: dict) -> Table:
              ms(p.get("p99_ttft_hit_ms")), ms(p.get("p50_ttft_miss_ms")),
              ms(p.get("p99_ttft_miss_ms")), tput(p.get("request_throughput")),
              tput(p.get("total_token_throughput"))] for p in results["passes"]]
-    return Table("Per pass (measure phase)",
+    return with_repetition(results["passes"], Table(
+                 "Per pass (measure phase)",
                  ["path", "salt mode", "ok/failed", "hit rate (requests)", "hit rate (counters)",
                   "counters agree", "TTFT p50 ms", "TTFT p99 ms", "TTFT incl. preprocess p50 ms",
                   "TTFT hit p50 ms",
                   "TTFT hit p99 ms", "TTFT miss p50 ms", "TTFT miss p99 ms", "req/s", "tok/s"],
-                 rows, keys=2)
+                 rows, keys=2))
 
 
 def group_table(results: dict) -> Table:
@@ -70,12 +81,25 @@ def group_table(results: dict) -> Table:
              ms(g.get("mean_itl_ms")), ms(g.get("mean_itl_token_ms")),
              ms(g.get("median_e2el_ms")), tput(g.get("request_throughput")),
              tput(g.get("total_token_throughput"))] for g in results["groups"]]
-    return Table("Per path, modality and salt mode (measure phase; throughput is the group's "
-                 "share)", ["path", "modality", "salt mode", "ok/failed", "hit rate",
-                            "cached / expected", "TTFT p50 ms", "TTFT p99 ms",
-                            "TTFT incl. preprocess p50 ms", "TPOT mean ms", "ITL mean ms",
-                            "ITL tokens-only mean ms", "E2EL p50 ms", "req/s", "tok/s"],
-                 rows, keys=3)
+    return with_repetition(results["groups"], Table(
+        "Per path, modality and salt mode (measure phase; throughput is the group's share)",
+        ["path", "modality", "salt mode", "ok/failed", "hit rate", "cached / expected",
+         "TTFT p50 ms", "TTFT p99 ms", "TTFT incl. preprocess p50 ms", "TPOT mean ms",
+         "ITL mean ms", "ITL tokens-only mean ms", "E2EL p50 ms", "req/s", "tok/s"],
+        rows, keys=3))
+
+
+#: The metrics whose run-to-run spread the tables show (all are in results["spread"]).
+SPREAD_SHOWN = ("mean_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "request_throughput", "hit_rate")
+
+
+def spread_table(results: dict) -> Table:
+    """Per group with repetitions: the coefficient of variation of headline metrics."""
+    rows = [[s["path"], s["modality"], s["salt_mode"], str(s["repetitions"]),
+             *(fmt((s["metrics"].get(m) or {}).get("cv"), ".1%") for m in SPREAD_SHOWN)]
+            for s in results.get("spread", [])]
+    return Table("Run-to-run spread (coefficient of variation across repetitions)",
+                 ["path", "modality", "salt mode", "repetitions", *SPREAD_SHOWN], rows, keys=3)
 
 
 def judgement_line(results: dict) -> str:
@@ -85,8 +109,8 @@ def judgement_line(results: dict) -> str:
     oracle = results.get("oracle", {})
     return (f"{partial}requests judged exactly: {c.get('judged', '–')} of "
             f"{c.get('requests', '–')} (met {c.get('met', '–')}, leak {c.get('leak', '–')}, "
-            f"under-hit {c.get('under-hit', '–')}; unjudged, a twin in flight: "
-            f"{c.get('unjudged', '–')}; failed {c.get('failed', '–')}; no layout, render "
+            f"under-hit {c.get('under-hit', '–')}; unjudged, a twin in flight or an earlier "
+            f"output's block: {c.get('unjudged', '–')}; failed {c.get('failed', '–')}; no layout, render "
             f"failed or run interrupted: {c.get('no-layout', '–')}); "
             f"workload oracle agreed: {oracle.get('agreed', '–')}/{oracle.get('compared', '–')}; "
             f"prompt-token mismatches between paths: "
@@ -173,6 +197,8 @@ def report_console() -> Console:
 
 def print_summary(results: dict, console: Console) -> None:
     console.print(to_rich(pass_table(results)))
+    if results.get("spread"):
+        console.print(to_rich(spread_table(results)))
     console.print(to_rich(judgement_table(results)))
     problems = results["judgements"]["problems"]
     bad = problems or results.get("oracle", {}).get("disagreements")

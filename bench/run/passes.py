@@ -1,13 +1,15 @@
 """Send a workload through request paths and salt modes; record each request as it ends.
 
-A run is a sequence of passes, one per (path, salt mode). Each pass has a unique tag
-put before the first text of every prompt, so passes (and earlier runs against the
-same server) never share cache keys. Phases of a pass: ``warmup`` (excluded from
-metrics), optional ``prime`` (the workload once, serially, so that ``measure`` sees a
-warm cache), ``measure`` (the workload at the chosen load shape). Server counters are
-scraped, settled, before and after each measured phase. After the pass, outside its
-timed window, every prompt it sent is rendered once more by the server into
-``layouts.jsonl``, from which every request is judged (:mod:`bench.verdicts.requests`).
+A run is a sequence of passes, one per (path, salt mode) and repetition
+(``--repeat``; see :func:`pass_order`). Each pass has a unique tag, all of one length (so
+every pass sends prompts of the same token count), put before the first text of every
+prompt, so passes (and earlier runs against the same server) never share cache keys.
+Phases of a pass: ``warmup`` (excluded from metrics), optional ``prime`` (the workload
+once, serially, so that ``measure`` sees a warm cache), ``measure`` (the workload at the
+chosen load shape). Server counters are scraped, settled, before and after each measured
+phase. After the pass, outside its timed window, every prompt it sent is rendered once
+more by the server into ``layouts.jsonl``, from which every request is judged
+(:mod:`bench.verdicts.requests`).
 """
 
 from __future__ import annotations
@@ -56,8 +58,17 @@ class RunOptions:
     media_url: str = "data"
     audio_part: str = "audio_url"
     seed: int = 0
+    repeat: int = 1
     #: Test-only: paths whose builder drops the salt (proves that a leak is caught).
     drop_salt_on: tuple[str, ...] = ()
+
+
+def pass_order(paths: list[RequestPath], salt_modes: list[str],
+               repetition: int) -> list[tuple[RequestPath, str]]:
+    """The (path, salt mode) passes of one repetition: odd repetitions run them in reverse
+    (A B .. B A), so that a slow drift of the machine weighs on every pass alike."""
+    order = [(path, mode) for path in paths for mode in salt_modes]
+    return order[::-1] if repetition % 2 else order
 
 
 class Runner:
@@ -95,10 +106,10 @@ class Runner:
                 RecordWriter(self.layouts_path) as layouts:
             async with aiohttp.ClientSession(connector=connector) as session:
                 self.session, self.writer = session, writer
-                for path in paths:
-                    for salt_mode in self.opts.salt_modes:
+                for repetition in range(self.opts.repeat):
+                    for path, salt_mode in pass_order(paths, self.opts.salt_modes, repetition):
                         info = PassInfo(len(self.passes), path.name, salt_mode,
-                                        f"{self.run_id[-6:]}{len(self.passes)}")
+                                        f"{self.run_id[-6:]}{len(self.passes):04d}", repetition)
                         self.passes.append(info)
                         await self.run_pass(path, info, reqs)
                         await self.write_layouts(path, info, reqs, layouts)
@@ -106,7 +117,7 @@ class Runner:
 
     async def run_pass(self, path: RequestPath, info: PassInfo, reqs: list[dict]) -> None:
         if self.opts.warmup:
-            warm = PassInfo(info.index, info.path, info.salt_mode, info.tag + "w")
+            warm = PassInfo(info.index, info.path, info.salt_mode, info.tag + "w", info.repetition)
             await self.send_serial(path, warm, reqs[: self.opts.warmup], "warmup")
         if self.opts.prime:
             await self.send_serial(path, info, reqs, "prime")

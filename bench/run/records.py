@@ -59,6 +59,7 @@ class Record(Exchange, total=False):
     judgement: str          # bench.vocab.Judged
     cached_lower: int       # cached tokens the salt rules guarantee
     cached_upper: int       # cached tokens the salt rules allow
+    output_block_tokens: int  # of cached_upper: blocks an earlier request's output filled
     expected_cached_tokens: int | None  # exact expectation (lower == upper), else None
     leaked_tokens: int      # above the upper bound
     missing_tokens: int     # below the lower bound
@@ -77,12 +78,14 @@ class LayoutLine(TypedDict, total=False):
 
 @dataclass
 class PassInfo:
-    """One (path, salt mode) pass: its tag, measured duration and counter deltas."""
+    """One (path, salt mode) pass of one repetition: its tag, measured duration and
+    counter deltas."""
 
     index: int
     path: str
     salt_mode: str
     tag: str
+    repetition: int = 0
     duration_s: float = 0.0
     counters: dict = field(default_factory=dict)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from rich.console import Console
@@ -17,6 +17,7 @@ from bench.engine.target import Target
 from bench.errors import BenchError
 from bench.metadata import base_metadata
 from bench.outputs import LAYOUTS_FILE, RECORDS_FILE, RESULTS_FILE
+from bench.paths import unavailable_paths
 from bench.progress import progress_bar
 from bench.results import build_results, write_results
 from bench.run.passes import Runner, RunOptions
@@ -46,9 +47,13 @@ def run_benchmark(target: Target, workload: Workload, opts: RunOptions, out_dir:
         raise BenchError(f"--out {out_dir}: already holds the records of a run; "
                          "choose a new directory")
     metadata = run_metadata(target, workload, opts)
+    unavailable = unavailable_paths(opts.paths, target.metadata)
+    for path, why in unavailable.items():
+        console.print(f"[yellow]path {path}: n/a on this server ({why})[/]")
+    opts = replace(opts, paths=[p for p in opts.paths if p not in unavailable])
     n = workload.metadata["counts"]["requests"]
     per_pass = n + min(opts.warmup, n) + (n if opts.prime else 0)
-    total = per_pass * len(opts.paths) * len(opts.salt_modes)
+    total = per_pass * len(opts.paths) * len(opts.salt_modes) * opts.repeat
     with progress_bar(console, "requests", total) as progress:
         runner = Runner(target, workload, opts, records_path, out_dir / LAYOUTS_FILE, run_id,
                         progress)
@@ -61,7 +66,7 @@ def run_benchmark(target: Target, workload: Workload, opts: RunOptions, out_dir:
             layouts_path = out_dir / LAYOUTS_FILE
             layouts = read_records(layouts_path) if layouts_path.exists() else []
             results = build_results(run_id, metadata, runner.passes, records, layouts,
-                                    interrupted)
+                                    interrupted, unavailable)
             write_results(out_dir / RESULTS_FILE, results)
             if interrupted:
                 console.print(f"[yellow]run interrupted; {len(records)} records kept in "

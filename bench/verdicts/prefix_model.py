@@ -10,6 +10,11 @@ leading run of those that are cached when it is scheduled.
 For each request ``judge`` bounds what the server may report: ``lower`` from sources that
 completed before it started (certainly cached), ``upper`` from sources that started before
 its first token (possibly cached), then compares the reported count with both.
+
+A source also caches the blocks its generated tokens fill (all but the last token have KV).
+Their token ids are not known here, so they only widen ``upper``: where a request's run
+of shared blocks ends at a source's last full prompt block, the blocks that source's
+output completed may also hit.
 """
 
 from __future__ import annotations
@@ -73,6 +78,7 @@ class Sent:
     first_token: float | None  # when its first token arrived (None if never)
     end: float | None  # when it completed successfully (None if it failed)
     cached: int | None  # cached tokens the server reported (None if failed)
+    output_tokens: int = 0  # generated tokens (their full blocks are cached too)
 
 
 @dataclass(frozen=True)
@@ -84,6 +90,7 @@ class Judgement:
     verdict: str  # "met" | "leak" | "under-hit" | "unjudged" | "failed"
     leaked_tokens: int  # max(cached - upper, 0)
     missing_tokens: int  # max(lower - cached, 0)
+    output_tokens: int = 0  # of ``upper``: blocks an earlier request's generated tokens filled
 
     @property
     def expected(self) -> int | None:
@@ -130,6 +137,33 @@ def _run(keys: Sequence[str], begin: int, index: _Keys, rid: int, limit: float,
     return i
 
 
+_ROOT = ""  # the parent of block 0
+
+
+def _decode_ends(sent: Sequence[Sent], block_size: int) -> dict[str | None, dict[str, list]]:
+    """Per salt and last full prompt block key: (start, id, blocks its output filled)."""
+    ends: dict[str | None, dict[str, list]] = {}
+    for s in sent:
+        if s.layout is None:
+            continue
+        full = s.layout.n_tokens // block_size
+        extra = (s.layout.n_tokens + s.output_tokens - 1) // block_size - full
+        if extra > 0:
+            last = s.layout.block_keys[full - 1] if full else _ROOT
+            ends.setdefault(s.salt, {}).setdefault(last, []).append((s.start, s.id, extra))
+    return ends
+
+
+def _decode_extra(keys: Sequence[str], run: int, ends: dict[str, list], rid: int,
+                  limit: float) -> int:
+    """Blocks past ``run`` that a source's output may have filled (0 if none)."""
+    if run >= len(keys):
+        return 0
+    sources = ends.get(keys[run - 1] if run else _ROOT, [])
+    extra = max((e for start, sid, e in sources if sid != rid and start < limit), default=0)
+    return min(extra, len(keys) - run)
+
+
 def judge(sent: Sequence[Sent], block_size: int) -> dict[int, Judgement]:
     """Judge every request of ``sent`` (any order) against the cache its predecessors built."""
     if block_size <= 0:
@@ -137,6 +171,7 @@ def judge(sent: Sequence[Sent], block_size: int) -> dict[int, Judgement]:
     known = [s for s in sent if s.layout is not None]
     started = _index([(s.start, s.id, s.salt, s.layout) for s in known])
     completed = _index([(s.end, s.id, s.salt, s.layout) for s in known if s.end is not None])
+    decoded = _decode_ends(known, block_size)
     out: dict[int, Judgement] = {}
     for r in sent:
         if r.layout is None:
@@ -147,9 +182,11 @@ def judge(sent: Sequence[Sent], block_size: int) -> dict[int, Judgement]:
         done = _run(keys, 0, completed.get(r.salt, {}), r.id, r.start, inclusive=True)
         # Whatever is guaranteed is allowed: the upper run continues the lower one.
         lower = done * block_size
-        upper = _run(keys, done, started.get(r.salt, {}), r.id, cutoff, inclusive=False) * block_size
+        run = _run(keys, done, started.get(r.salt, {}), r.id, cutoff, inclusive=False)
+        output = _decode_extra(keys, run, decoded.get(r.salt, {}), r.id, cutoff) * block_size
+        upper = run * block_size + output
         if r.end is None or r.cached is None:
-            out[r.id] = Judgement(lower, upper, Judged.FAILED, 0, 0)
+            out[r.id] = Judgement(lower, upper, Judged.FAILED, 0, 0, output)
             continue
         if r.cached > upper:
             verdict = Judged.LEAK
@@ -159,5 +196,6 @@ def judge(sent: Sequence[Sent], block_size: int) -> dict[int, Judgement]:
             verdict = Judged.MET
         else:
             verdict = Judged.UNJUDGED
-        out[r.id] = Judgement(lower, upper, verdict, max(r.cached - upper, 0), max(lower - r.cached, 0))
+        out[r.id] = Judgement(lower, upper, verdict, max(r.cached - upper, 0),
+                              max(lower - r.cached, 0), output)
     return out

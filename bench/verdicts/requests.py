@@ -38,7 +38,8 @@ def _sent(record: Record, shape: LayoutLine | None) -> pm.Sent:
     return pm.Sent(id=record["seq"], salt=record["salt_digest"], layout=layout,
                    start=record["start_s"], first_token=first,
                    end=record["end_s"] if record["ok"] else None,
-                   cached=record["cached_tokens"] if record["ok"] else None)
+                   cached=record["cached_tokens"] if record["ok"] else None,
+                   output_tokens=(record.get("output_tokens") or 0) if record["ok"] else 0)
 
 
 def judge_records(records: list[Record], layouts: list[LayoutLine], block_size: int,
@@ -60,6 +61,7 @@ def judge_records(records: list[Record], layouts: list[LayoutLine], block_size: 
             verdict = j.verdict if r["ok"] else Judged.FAILED
             exact = verdict not in (Judged.FAILED, Judged.NO_LAYOUT)
             r.update(judgement=verdict, cached_lower=j.lower, cached_upper=j.upper,
+                     output_block_tokens=j.output_tokens,
                      expected_cached_tokens=j.expected if exact else None,
                      leaked_tokens=j.leaked_tokens, missing_tokens=j.missing_tokens)
             if s.layout is not None:
@@ -92,6 +94,11 @@ def _counts(records: list[Record]) -> dict:
     n = Counter(r["judgement"] for r in records)
     return {"requests": len(records), "judged": n[Judged.MET] + n[Judged.LEAK] + n[Judged.UNDER_HIT],
             **{j: n[j] for j in JUDGEMENTS},
+            # Unjudged only because blocks of an earlier request's output might match.
+            "unjudged_output_blocks": sum(
+                r["judgement"] == Judged.UNJUDGED
+                and r["cached_upper"] - r.get("output_block_tokens", 0) == r["cached_lower"]
+                for r in records),
             "leaked_tokens": sum(r.get("leaked_tokens") or 0 for r in records),
             "missing_tokens": sum(r.get("missing_tokens") or 0 for r in records)}
 

@@ -44,8 +44,10 @@ def test_every_request_succeeds_and_meets_its_cache_expectation(run: tuple) -> N
     modality, results, records = run
     assert all(r["ok"] for r in records), [r["error"] for r in records if not r["ok"]]
     counts = results["judgements"]["counts"]
-    # Served serially: every request of the prime and measure phases is judged exactly.
-    assert counts["judged"] == counts["met"] == counts["requests"] > 0, results["judgements"]
+    # Served serially: every request of the prime and measure phases is judged exactly,
+    # except where blocks an earlier request's output filled might match (not recorded).
+    assert counts["judged"] == counts["met"] > 0, results["judgements"]
+    assert counts["judged"] + counts["unjudged_output_blocks"] == counts["requests"]
     # Both kinds of judgement happened on every path: first sightings while priming,
     # full repeats while measuring.
     judged = {(g["path"], g["salt_mode"]) for g in results["judgements"]["groups"]}
@@ -111,4 +113,6 @@ def test_file_urls_reach_the_managed_server(target: Target, tmp_path: Path) -> N
                             Console(stderr=True))
     records = read_records(tmp_path / "records.jsonl")
     assert records and all(r["ok"] for r in records), [r["error"] for r in records]
-    assert results["judgements"]["counts"]["met"] == results["judgements"]["counts"]["requests"]
+    counts = results["judgements"]["counts"]
+    assert counts["met"] == counts["judged"]
+    assert counts["judged"] + counts["unjudged_output_blocks"] == counts["requests"]

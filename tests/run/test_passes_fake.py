@@ -68,3 +68,14 @@ def test_a_directory_that_holds_a_run_is_refused(fake_server, workload, tmp_path
     _run(fake_server, workload, tmp_path / "run", salt_modes=["none"])
     with pytest.raises(BenchError, match="already holds the records of a run"):
         _run(fake_server, workload, tmp_path / "run", salt_modes=["none"])
+
+
+def test_pass_order_alternates_between_repetitions() -> None:
+    from bench.run.passes import pass_order
+
+    paths = ["a", "b"]
+    assert pass_order(paths, ["none", "salted"], 0) == [
+        ("a", "none"), ("a", "salted"), ("b", "none"), ("b", "salted")]
+    assert pass_order(paths, ["none", "salted"], 1) == [
+        ("b", "salted"), ("b", "none"), ("a", "salted"), ("a", "none")]
+    assert pass_order(paths, ["none"], 2) == pass_order(paths, ["none"], 0)

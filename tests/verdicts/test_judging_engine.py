@@ -1,4 +1,4 @@
-"""Every request of the shipped multi-tenant workloads judged exactly on the real engine,
+"""Every request of the shipped multi-tenant workloads judged on the real engine: met,
 and a dropped salt caught on image-only and video-only requests too."""
 
 from __future__ import annotations
@@ -28,9 +28,11 @@ def test_every_salted_request_is_judged_and_met(target: Target, tmp_path: Path, 
                                                 n: int) -> None:
     results = _run(target, spec, n, tmp_path)
     counts = results["judgements"]["counts"]
-    # Served one at a time: no twin is ever in flight, so nothing is left unjudged.
+    # Served one at a time: no twin is ever in flight; only blocks an earlier turn's output
+    # filled (their token ids are not recorded) can leave a request between its bounds.
     assert counts["requests"] == n * len(PATHS)
-    assert counts["judged"] == counts["met"] == counts["requests"], results["judgements"]
+    assert counts["judged"] == counts["met"], results["judgements"]
+    assert counts["judged"] + counts["unjudged_output_blocks"] == counts["requests"]
     groups = results["judgements"]["groups"]
     assert groups and all(g["leak"] == g["under-hit"] == g["no-layout"] == 0 for g in groups)
     assert all(p["counters_agree"] for p in results["passes"])

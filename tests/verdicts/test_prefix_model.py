@@ -337,3 +337,27 @@ def test_judges_100k_requests_of_20_blocks():
     assert len(got) == len(sent)
     assert {j.verdict for j in got.values()} <= {"met", "under-hit", "unjudged"}
     assert all(j.upper <= 80 for j in got.values())
+
+
+# --- blocks filled by generated tokens ------------------------------------------------
+
+def _with_output(s: Sent, output_tokens: int) -> Sent:
+    return Sent(s.id, s.salt, s.layout, s.start, s.first_token, s.end, s.cached, output_tokens)
+
+
+def test_blocks_a_source_output_filled_widen_upper_only():
+    """Turn 1 of a chat: the source's 6 prompt tokens (1 full block) and 5 generated tokens
+    fill block 1 (tokens 0..9 have KV); the follow-up may hit it if its tokens match."""
+    source = _with_output(req(1, lay(toks(6)), 0.0, cached=0), 5)
+    follow = lay(toks(6) + toks(10, 50))  # 16 tokens: 3 blocks looked up
+    for cached, verdict in ((4, "unjudged"), (8, "unjudged"), (12, "leak")):
+        j = one([source, req(2, follow, 2.0, cached=cached)], 2)
+        assert (j.lower, j.upper, j.verdict) == (4, 8, verdict)
+    short = _with_output(req(1, lay(toks(6)), 0.0, cached=0), 2)  # tokens 0..6: block 1 not full
+    assert one([short, req(2, follow, 2.0, cached=4)], 2).upper == 4
+
+
+def test_output_blocks_of_another_salt_never_widen_upper():
+    source = _with_output(req(1, lay(toks(6)), 0.0, cached=0, salt="a"), 5)
+    j = one([source, req(2, lay(toks(6) + toks(10, 50)), 2.0, cached=4, salt="b")], 2)
+    assert (j.upper, j.verdict) == (0, "leak")

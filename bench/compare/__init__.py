@@ -1,0 +1,1 @@
+"""Comparing runs: samples, bootstrap intervals, thresholds, comparability, verdicts."""

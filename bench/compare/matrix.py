@@ -1,0 +1,119 @@
+"""The same benchmark on several engines, one server at a time, each with a cold cache:
+per engine a run directory (records, results, isolation), then a comparison of every
+adjacent pair. An engine that cannot be provisioned or started is ``n/a`` with the
+reason; the others still run. ``matrix.json`` is rewritten after every engine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from rich.console import Console
+
+from bench import SCHEMA_VERSION
+from bench.compare.session import compare_dirs
+from bench.docio import write_json, write_text
+from bench.engine.spec import EngineSpec
+from bench.engine.target import open_target
+from bench.errors import BenchError
+from bench.isolation.experiment import IsolationOptions, isolate
+from bench.outputs import MATRIX_FILE, MATRIX_KIND, MATRIX_MD, new_run_id
+from bench.run.passes import RunOptions
+from bench.run.session import run_benchmark
+from bench.verdicts.isolation import exit_code as isolation_exit
+from bench.verdicts.runs import problems
+from bench.vocab import NO_CHANGE
+from bench.workload import Workload
+
+#: What differs between engines on purpose; every other difference refuses the comparison.
+ENGINE_FIELDS = ["target.vllm_version"]
+
+
+def _engine_args(args: argparse.Namespace, spec: EngineSpec) -> argparse.Namespace:
+    return argparse.Namespace(**{**vars(args), "engine": spec, "engine_python": None,
+                                 "server_url": None})
+
+
+def _one_engine(args: argparse.Namespace, spec: EngineSpec, workload: Workload,
+                opts: RunOptions, iso: IsolationOptions | None, out: Path,
+                console: Console) -> dict:
+    """Provision, serve, run and isolate one engine; its entry of the matrix."""
+    entry: dict = {"engine": str(spec), "dir": str(out)}
+    started = time.monotonic()
+    try:
+        with open_target(_engine_args(args, spec), console) as target:
+            meta = target.metadata
+            entry.update(vllm_version=meta.get("vllm_version"),
+                         server_start_s=meta.get("server_start_s"),
+                         flags_dropped=meta.get("flags_dropped", []),
+                         routes_unavailable=meta.get("routes_unavailable", {}))
+            run_id = new_run_id(spec.slug)
+            results = run_benchmark(target, workload, opts, out, run_id, console)
+            entry.update(unavailable=results["unavailable"], problems=problems(results))
+            if iso is not None:
+                isolation = isolate(target, iso, out, run_id, console)
+                entry["isolation"] = {f"{c['path']}/{c['modality']}": c["verdict"]
+                                      for c in isolation["cells"]}
+                entry["isolation_exit"] = isolation_exit(isolation)
+    except BenchError as exc:
+        entry.update(status="n/a", error=str(exc))
+        console.print(f"[red]{spec}: {exc}[/]")
+    else:
+        entry["status"] = "ok"
+    entry["duration_s"] = round(time.monotonic() - started, 1)
+    return entry
+
+
+def run_matrix(args: argparse.Namespace, workload: Workload, opts: RunOptions,
+               iso: IsolationOptions | None, thresholds: Path | None, out: Path,
+               console: Console, render: Callable[[dict], str]) -> dict:
+    """Every engine, then every adjacent comparison; write ``matrix.json`` and ``.md``."""
+    doc: dict = {"schema_version": SCHEMA_VERSION, "kind": MATRIX_KIND,
+                 "workload": workload.metadata["spec"], "engines": [], "comparisons": []}
+
+    def save() -> None:
+        write_json(out / MATRIX_FILE, doc)
+        write_text(out / MATRIX_MD, render(doc))
+
+    for spec in args.engines:
+        console.rule(f"{spec}")
+        doc["engines"].append(_one_engine(args, spec, workload, opts, iso, out / spec.slug,
+                                          console))
+        save()
+    compare_adjacent(doc, thresholds, out, save)
+    return doc
+
+
+def compare_adjacent(doc: dict, thresholds: Path | None, out: Path,
+                     save: Callable[[], None]) -> None:
+    """Compare every adjacent pair of engines that ran; set the matrix's exit code."""
+    ran = [e for e in doc["engines"] if e["status"] == "ok"]
+    doc["comparisons"] = []
+    for base, new in zip(ran, ran[1:]):
+        pair_dir = out / f"compare-{Path(base['dir']).name}-vs-{Path(new['dir']).name}"
+        entry = {"base": base["engine"], "new": new["engine"], "dir": str(pair_dir)}
+        try:
+            result = compare_dirs(Path(base["dir"]), Path(new["dir"]), thresholds,
+                                  ENGINE_FIELDS, pair_dir)
+            entry.update(summary=result["summary"], exit_code=result["exit_code"],
+                         confidence=result["settings"]["confidence"],
+                         headline=[r for r in result["rows"] if r["state"] != NO_CHANGE])
+        except BenchError as exc:
+            entry.update(exit_code=2, error=str(exc))
+        doc["comparisons"].append(entry)
+        save()
+    doc["exit_code"] = matrix_exit(doc)
+    save()
+
+
+def matrix_exit(doc: dict) -> int:
+    """2: an engine could not run, an isolation cell failed or a pair could not be compared;
+    1: a leak, an under-hit or a gated regression; else 0."""
+    if any(e["status"] != "ok" or e.get("isolation_exit") == 2 for e in doc["engines"]) or any(
+            c["exit_code"] == 2 for c in doc["comparisons"]):
+        return 2
+    bad = any(e.get("isolation_exit") == 1 for e in doc["engines"])
+    return 1 if bad or any(c["exit_code"] == 1 for c in doc["comparisons"]) else 0

@@ -1,0 +1,69 @@
+"""Headline metrics: the one place that says what each is, which way is better, how its
+change is measured and what change a gate tolerates by default.
+
+Names are the keys of :func:`bench.metrics.aggregate` (vLLM's ``vllm bench serve`` names
+where one exists). A metric is either computed from requests (``reducer`` over per-request
+``columns``; a bootstrap can resample requests) or only per pass (throughputs: only
+repetitions give it a spread; leaked tokens: summed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: Which way is better.
+LOWER, HIGHER, ZERO = "lower", "higher", "zero"
+#: How a change is stated: relative (``%``) or in percentage points (``pp``).
+RELATIVE, POINTS = "%", "pp"
+#: Reducers over per-request columns.
+MEAN, MEDIAN, P99, RATIO = "mean", "median", "p99", "ratio"
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One headline metric."""
+
+    name: str
+    label: str
+    unit: str
+    better: str  # LOWER | HIGHER | ZERO
+    change: str = RELATIVE  # RELATIVE | POINTS
+    #: Per-request column(s) and how they reduce (RATIO: sum(first) / sum(second)).
+    columns: tuple[str, ...] = ()
+    reducer: str | None = None
+    #: Default gate: the tolerated change in the bad direction (a fraction, or points).
+    threshold: float = 0.10
+
+    @property
+    def per_request(self) -> bool:
+        return self.reducer is not None
+
+    def worse(self, change: float) -> float:
+        """``change`` signed so that positive is worse."""
+        return change if self.better == LOWER else -change
+
+
+def _latency(key: str, reducer: str, label: str, threshold: float) -> Metric:
+    return Metric(f"{reducer}_{key}_ms", label, "ms", LOWER, RELATIVE, (f"{key}_ms",), reducer,
+                  threshold)
+
+
+#: Default thresholds: above the largest significant change between two runs of the same build
+#: seen on a 2-core CPU with the tiny model (66 pairs, README "Compare and gate"); tighten
+#: them where runs are steadier (a GPU, a larger model, more requests).
+METRICS: dict[str, Metric] = {m.name: m for m in (
+    _latency("ttft", MEAN, "mean TTFT", 0.40),
+    _latency("ttft", MEDIAN, "median TTFT", 0.40),
+    _latency("ttft", P99, "P99 TTFT", 0.60),
+    _latency("tpot", MEAN, "mean TPOT", 1.00),
+    _latency("tpot", P99, "P99 TPOT", 1.00),
+    Metric("mean_itl_ms", "mean ITL", "ms", LOWER, RELATIVE, ("itl_sum_ms", "itl_count"), RATIO,
+           1.00),
+    _latency("e2el", MEAN, "mean E2EL", 0.60),
+    _latency("e2el", P99, "P99 E2EL", 0.60),
+    Metric("request_throughput", "request throughput", "req/s", HIGHER, threshold=0.40),
+    Metric("output_throughput", "output throughput", "tok/s", HIGHER, threshold=0.40),
+    Metric("hit_rate", "prefix-cache hit rate", "%", HIGHER, POINTS,
+           ("cached_tokens", "prompt_tokens"), RATIO, 2.0),
+    Metric("leaked_tokens", "leaked tokens", "tokens", ZERO, threshold=0.0),  # summed over passes
+)}

@@ -1,0 +1,102 @@
+"""The tables of a comparison (bench.compare), as :class:`bench.report.tables.Table` so that
+the console, Markdown and HTML show the same strings."""
+
+from __future__ import annotations
+
+from bench.compare.pair import format_change
+from bench.registry import METRICS, POINTS
+from bench.report.tables import Table, fmt
+from bench.vocab import IMPROVED, INCONCLUSIVE, NO_CHANGE, NOT_AVAILABLE, REGRESSED
+
+
+def value(row: dict, key: str) -> str:
+    """A metric value in its unit (rates as percentages)."""
+    v = row.get(key)
+    if v is None:
+        return "–"
+    return f"{v * 100:.1f}%" if row["change_unit"] == POINTS else fmt(v, ".4g")
+
+
+def summary_line(doc: dict) -> str:
+    s = doc["summary"]
+    head = "FAIL" if doc["exit_code"] else "PASS"
+    return (f"{head}: {s['gate failures']} gate failure(s) · {s[REGRESSED]} regressed · "
+            f"{s[IMPROVED]} improved · {s[NO_CHANGE]} {NO_CHANGE} · {s[INCONCLUSIVE]} "
+            f"{INCONCLUSIVE} · isolation lost in {s['isolation lost']} cell(s)")
+
+
+def changes_table(doc: dict, states: tuple[str, ...] | None = None, title: str = "") -> Table:
+    """Metric rows (of ``states``, or all) with values, change and interval, and state."""
+    level = doc["settings"]["confidence"]
+    rows = [[r["path"], r["modality"], r["salt_mode"], METRICS[r["metric"]].label,
+             value(r, "base"), value(r, "new"), format_change(r) or "–", r["threshold"],
+             r["state"] + ("" if r["gated"] or r["state"] != REGRESSED else " (not gated)"),
+             r["reason"]]
+            for r in doc["rows"] if states is None or r["state"] in states]
+    return Table(title or "Changes", ["path", "modality", "salt mode", "metric", "base", "new",
+                                      f"change [{level:.0%} CI]", "threshold", "state", "why"],
+                 rows, keys=4)
+
+
+def isolation_table(doc: dict) -> Table:
+    rows = [[r["path"], r["modality"], r["base"] or "–", r["new"] or "–", r["state"], r["reason"]]
+            for r in doc["isolation"]]
+    return Table("Isolation verdicts, base vs new", ["path", "modality", "base", "new", "state",
+                                                     "why"], rows, keys=2)
+
+
+def missing_table(doc: dict) -> Table:
+    rows = [[r["path"], r["modality"], r["salt_mode"], r["missing_in"], r["reason"]]
+            for r in doc["missing"]]
+    return Table("Groups only one run has (n/a)", ["path", "modality", "salt mode", "missing in",
+                                                   "reason"], rows, keys=3)
+
+
+def headline_tables(doc: dict) -> list[Table]:
+    """What a reader needs first: what changed, isolation, and what could not be compared
+    (inconclusive metrics are counted in the summary line and listed with every metric)."""
+    out = [changes_table(doc, (REGRESSED, IMPROVED), "Regressions and improvements")]
+    if doc["isolation"]:
+        out.append(isolation_table(doc))
+    if doc["missing"]:
+        out.append(missing_table(doc))
+    return out
+
+
+def matrix_engine_table(doc: dict) -> Table:
+    """Per engine: did it run, how long its server took, what it lacks."""
+    rows = [[e["engine"], e.get("vllm_version") or "–", e["status"],
+             fmt(e.get("server_start_s"), ".0f"), ", ".join(e.get("flags_dropped") or []) or "–",
+             "; ".join(f"{p}: {why}" for p, why in (e.get("unavailable") or {}).items()) or "–",
+             e.get("error") or "; ".join(e.get("problems") or []) or "–"]
+            for e in doc["engines"]]
+    return Table("Engines", ["engine", "vLLM", "status", "server start s", "flags dropped",
+                             "paths n/a", "problems"], rows)
+
+
+def matrix_isolation_table(doc: dict) -> Table:
+    """Isolation verdict per path/modality (rows) and engine (columns)."""
+    cells = list(dict.fromkeys(c for e in doc["engines"] for c in e.get("isolation") or {}))
+    rows = [[*cell.split("/", 1), *((e.get("isolation") or {}).get(cell, NOT_AVAILABLE)
+                                    for e in doc["engines"])] for cell in cells]
+    return Table("Isolation verdict per engine", ["path", "modality",
+                                                  *(e["engine"] for e in doc["engines"])],
+                 rows, keys=2)
+
+
+def matrix_comparison_table(doc: dict) -> Table:
+    """Per adjacent pair: the comparison's summary."""
+    rows = []
+    for c in doc["comparisons"]:
+        s = c.get("summary") or {}
+        rows.append([c["base"], c["new"], str(c["exit_code"]),
+                     *(str(s.get(k, "–")) for k in (REGRESSED, IMPROVED, NO_CHANGE, INCONCLUSIVE,
+                                                    "isolation lost")),
+                     c.get("error") or c["dir"]])
+    return Table("Adjacent engines compared", ["base", "new", "exit", REGRESSED, IMPROVED,
+                                               NO_CHANGE, INCONCLUSIVE, "isolation lost",
+                                               "details"], rows, keys=2)
+
+
+def matrix_tables(doc: dict) -> list[Table]:
+    return [matrix_engine_table(doc), matrix_isolation_table(doc), matrix_comparison_table(doc)]
