@@ -107,6 +107,16 @@ def _side(group: Group, metric: Metric, resamples: int, rng: np.random.Generator
     return float(values.mean()), boot, int(values.size)
 
 
+def _percentiles(values: np.ndarray, level: float) -> tuple[float, float] | None:
+    """The two-sided percentile interval at ``level`` of the finite ``values``."""
+    values = values[np.isfinite(values)]
+    if not values.size:
+        return None
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(values, [tail, 100 - tail])
+    return float(low), float(high)
+
+
 def estimate(metric: Metric, base: Group, new: Group, *, level: float, resamples: int,
              seed: int) -> Estimate:
     """Base, new, change and its percentile interval at ``level``."""
@@ -116,13 +126,10 @@ def estimate(metric: Metric, base: Group, new: Group, *, level: float, resamples
     if b_boot is None or n_boot is None or b_value is None or n_value is None:
         return Estimate(b_value, n_value, None, None, None, n_base, n_new)
     point = float(change(metric, b_value, n_value))
-    changes = change(metric, b_boot, n_boot)
-    changes = changes[np.isfinite(changes)]
-    if not np.isfinite(point) or not changes.size:
+    bounds = _percentiles(change(metric, b_boot, n_boot), level)
+    if not np.isfinite(point) or bounds is None:
         return Estimate(b_value, n_value, None, None, None, n_base, n_new)
-    tail = (1 - level) / 2 * 100
-    low, high = np.percentile(changes, [tail, 100 - tail])
-    return Estimate(b_value, n_value, point, float(low), float(high), n_base, n_new)
+    return Estimate(b_value, n_value, point, *bounds, n_base, n_new)
 
 
 def interval(metric: Metric, group: Group, *, level: float, resamples: int, seed: int
@@ -130,9 +137,5 @@ def interval(metric: Metric, group: Group, *, level: float, resamples: int, seed
     """One side's value and the percentile interval at ``level`` of its own resamples (as
     :func:`estimate` resamples it); ``None`` where there is no value or no interval."""
     value, boot, _ = _side(group, metric, resamples, np.random.default_rng(seed))
-    boot = None if boot is None else boot[np.isfinite(boot)]
-    if value is None or boot is None or not boot.size:
-        return value, None, None
-    tail = (1 - level) / 2 * 100
-    low, high = np.percentile(boot, [tail, 100 - tail])
-    return value, float(low), float(high)
+    bounds = None if value is None or boot is None else _percentiles(boot, level)
+    return (value, None, None) if bounds is None else (value, *bounds)

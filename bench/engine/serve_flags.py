@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bench.cachedirs import cache_dir
+from bench.docio import write_json
 from bench.errors import BenchError
 
 if TYPE_CHECKING:
@@ -66,12 +67,6 @@ def cache_path(env: EngineEnv) -> Path:
     return cache_dir("serve-flags") / f"{key}.json"
 
 
-def _write_atomic(path: Path, data: dict) -> None:
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
-    os.replace(tmp, path)
-
-
 def serve_flags(env: EngineEnv) -> frozenset[str]:
     """The long options ``vllm serve`` accepts in ``env`` (cached per vLLM version)."""
     path = cache_path(env)
@@ -82,5 +77,5 @@ def serve_flags(env: EngineEnv) -> frozenset[str]:
     except (OSError, ValueError, KeyError, TypeError):
         pass
     flags = parse_help(help_text(env.python))
-    _write_atomic(path, {"vllm_version": env.vllm_version, "flags": sorted(flags)})
+    write_json(path, {"vllm_version": env.vllm_version, "flags": sorted(flags)})
     return flags
