@@ -45,8 +45,23 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _terminate(signum: int, frame: object) -> None:
+#: The signal that stopped the command (its exit code is 128 + it, as a shell reports).
+_stopped_by: list[int] = []
+
+
+def _stop(signum: int, frame: object) -> None:
+    """SIGINT and SIGTERM: unwind (outputs are written and servers stopped on the way);
+    a second one while unwinding escalates (see ``ManagedServer.stop``)."""
+    _stopped_by.append(signum)
     raise KeyboardInterrupt
+
+
+def install_signal_handlers() -> None:
+    """SIGINT and SIGTERM stop the command cleanly, installed explicitly: a process started
+    from a non-interactive shell's background job inherits SIGINT=ignored, and a managed
+    server must be stopped on SIGTERM too."""
+    signal.signal(signal.SIGINT, _stop)
+    signal.signal(signal.SIGTERM, _stop)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,15 +76,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
-    # Installed explicitly: a process started from a non-interactive shell's background job
-    # inherits SIGINT=ignored, and a managed server must be stopped on SIGTERM too.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, _terminate)
+    install_signal_handlers()
     try:
         return int(args._module.run(args) or 0)
     except BenchError as exc:
         print(f"saltbench {args.command}: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        print(f"saltbench {args.command}: interrupted", file=sys.stderr)
-        return 130
+        signum = _stopped_by[0] if _stopped_by else signal.SIGINT
+        print(f"saltbench {args.command}: interrupted ({signal.Signals(signum).name})",
+              file=sys.stderr)
+        return 128 + signum

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,15 +19,31 @@ from bench.errors import BenchError
 
 @contextlib.contextmanager
 def replacing(path: Path) -> Iterator[Path]:
-    """A temporary path beside ``path``; on success it replaces ``path`` in one step."""
+    """A temporary path beside ``path``; on success it replaces ``path`` in one step.
+
+    The temporary name keeps ``path``'s suffix, for writers that pick a format by it.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}.partial{path.suffix}")
     try:
         yield tmp
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def replace_dir(built: Path, path: Path) -> None:
+    """Move the directory ``built`` to ``path``, an old ``path`` first renamed aside and removed:
+    a reader finds the old directory, the new one or (between the two renames) none, never
+    a half-written one."""
+    old = path.with_name(f".{path.name}.{os.getpid()}.old")
+    if path.exists():
+        path.rename(old)
+    try:
+        built.rename(path)
+    finally:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def write_text(path: Path, text: str) -> None:

@@ -6,8 +6,10 @@ Commands import their shared options from here, never from each other.
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
+from bench.client.stream import CONNECT_TIMEOUT_S
 from bench.engine.model import PRESETS
 from bench.engine.spec import engine_spec_arg
 from bench.errors import BenchError
@@ -66,7 +68,15 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--prime", action="store_true",
                    help="send the workload once before measuring (measure a warm cache)")
     g.add_argument("--timeout", type=number(float, 0, strict=True), default=600.0,
-                   help="per-request timeout, s")
+                   help="per-request timeout, s, from the send to the end of the reply")
+    g.add_argument("--connect-timeout", type=number(float, 0, strict=True),
+                   default=CONNECT_TIMEOUT_S, help="per-request timeout to connect, s")
+    g.add_argument("--first-byte-timeout", type=number(float, 0, strict=True),
+                   help="per-request timeout from the send to the reply's first byte, s "
+                        "(default: none)")
+    g.add_argument("--deadline", type=number(float, 0, strict=True), metavar="SECONDS",
+                   help="stop sending after this long: requests in flight are cut off and "
+                        "the rest recorded unsent; the results are written (exit 3)")
     g.add_argument("--media-url", choices=URL_MODES, default="data",
                    help="send media inline (data:) or as file:// URLs (managed server)")
     g.add_argument("--audio-part", choices=("audio_url", "input_audio"), default="audio_url")
@@ -81,6 +91,8 @@ def options_from(args: argparse.Namespace) -> RunOptions:
         paths=args.paths, salt_modes=args.salt_modes, rate=args.rate,
         burstiness=args.burstiness, max_concurrency=args.max_concurrency or None,
         warmup=args.warmup, prime=args.prime, repeat=args.repeat, timeout_s=args.timeout,
+        connect_timeout_s=args.connect_timeout, first_byte_timeout_s=args.first_byte_timeout,
+        deadline_s=args.deadline,
         media_url=args.media_url, audio_part=args.audio_part)
 
 
@@ -111,6 +123,9 @@ def add_target_arguments(parser: argparse.ArgumentParser, *, engines: bool = Fal
     g.add_argument("--max-model-len", type=int, default=8192)
     g.add_argument("--max-num-seqs", type=int, default=8)
     g.add_argument("--start-timeout", type=float, default=600.0, metavar="SECONDS")
+    g.add_argument("--api-key", default=os.environ.get("VLLM_API_KEY") or None,
+                   help="sent as 'Authorization: Bearer KEY'; a managed server gets it in its "
+                        "environment, never on its command line (default: $VLLM_API_KEY)")
 
 
 def _port(text: str) -> int:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 REPORTS = Path("reports")
 RECORDS_FILE = "records.jsonl"
+PASSES_FILE = "passes.jsonl"  # one line per finished pass (resume keeps them)
 LAYOUTS_FILE = "layouts.jsonl"
 RESULTS_FILE, RESULTS_KIND = "results.json", "saltbench-run"
 ISOLATION_FILE, ISOLATION_KIND = "isolation.json", "saltbench-isolation"

@@ -3,11 +3,13 @@
 Schema (``schema_version`` = :data:`bench.SCHEMA_VERSION`)::
 
     {"schema_version", "kind": "saltbench-run", "run_id", "interrupted",
+     "stopped": why the run stopped early (server gone, deadline) or null,
      "unavailable": {path: why the server cannot serve it},
      "metadata": {saltbench/machine/date, "target": {...}, "workload": {...}, "options": {...}},
      "passes": [{"index", "path", "salt_mode", "tag", "repetition", "duration_s",
                  "counters": {delta},
                  "hit_rate_requests", "hit_rate_counters", "counters_agree",
+                 "failures": {kind: count}, "failure_examples": {kind: an error},
                  "{hit,miss}_count", "p{50,99}_ttft_{hit,miss}_ms", **metrics}],
      "groups": [{"path", "modality", "salt_mode", "repetition", **metrics}],
      "spread": [{"path", "modality", "salt_mode", "repetitions",
@@ -36,7 +38,7 @@ from bench.run import counters
 from bench.run.records import LayoutLine, PassInfo, Record
 from bench.verdicts.requests import judge_records, oracle_agreement
 from bench.verdicts.runs import counters_agree, prompt_token_mismatches
-from bench.vocab import MEASURE
+from bench.vocab import FAILURES, MEASURE
 
 GROUP_KEYS = ("path", "modality", "salt_mode")
 
@@ -44,11 +46,25 @@ GROUP_KEYS = ("path", "modality", "salt_mode")
 def pass_summary(info: PassInfo, records: list[Record]) -> dict:
     """Metrics of one pass's measured records, with hit rates from both sources."""
     metrics = aggregate(records, info.duration_s)
-    return {**asdict(info), **metrics, **hit_miss_ttft(records),
+    return {**asdict(info), **metrics, **hit_miss_ttft(records), **failures(records),
             "hit_rate_requests": metrics["hit_rate"],
             "hit_rate_counters": counters.counter_hit_rate(info.counters),
             "counters_agree": counters_agree(info.counters, metrics["prompt_tokens"],
                                              metrics["cached_tokens"])}
+
+
+def failures(records: list[Record]) -> dict:
+    """Failed records per :data:`bench.vocab.FAILURES` kind (in that order), and the first
+    error of each kind; a record that names no kind (written before kinds existed) counts
+    only in ``failed``."""
+    counts: dict[str, int] = {}
+    examples: dict[str, str | None] = {}
+    for r in records:
+        if not r["ok"] and (kind := r.get("failure")):
+            counts[kind] = counts.get(kind, 0) + 1
+            examples.setdefault(kind, r.get("error"))
+    return {"failures": {k: counts[k] for k in FAILURES if k in counts},
+            "failure_examples": {k: examples[k] for k in FAILURES if k in examples}}
 
 
 def hit_miss_ttft(records: list[Record]) -> dict:
@@ -85,7 +101,7 @@ def spread(groups: list[dict]) -> list[dict]:
 
 def build_results(run_id: str, metadata: dict, passes: list[PassInfo], records: list[Record],
                   layouts: list[LayoutLine], interrupted: bool,
-                  unavailable: dict[str, str] | None = None) -> dict:
+                  unavailable: dict[str, str] | None = None, stopped: str | None = None) -> dict:
     """The results document; judges (and annotates) every record first."""
     target = metadata.get("target", {})
     block_size = target.get("block_size")
@@ -98,7 +114,8 @@ def build_results(run_id: str, metadata: dict, passes: list[PassInfo], records: 
               for row in aggregate_groups(by_pass.get((p.index,), []), GROUP_KEYS, p.duration_s)]
     return {
         "schema_version": SCHEMA_VERSION, "kind": RESULTS_KIND, "run_id": run_id,
-        "interrupted": interrupted, "metadata": metadata, "unavailable": unavailable or {},
+        "interrupted": interrupted, "stopped": stopped, "metadata": metadata,
+        "unavailable": unavailable or {},
         "passes": [pass_summary(p, by_pass.get((p.index,), [])) for p in passes],
         "groups": groups,
         "spread": spread(groups),

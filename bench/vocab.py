@@ -43,6 +43,32 @@ class Judged:
 JUDGEMENTS = (Judged.MET, Judged.LEAK, Judged.UNDER_HIT, Judged.UNJUDGED, Judged.FAILED,
               Judged.NO_LAYOUT)
 
+class Failure:
+    """Why a request failed: a record's ``failure`` (its ``error`` says it in words)."""
+
+    CONNECT = "connect"  # connection refused, unknown host, invalid URL
+    TIMEOUT_CONNECT = "timeout-connect"  # no connection within --connect-timeout
+    TIMEOUT_FIRST_BYTE = "timeout-first-byte"  # no response byte within --first-byte-timeout
+    TIMEOUT_TOTAL = "timeout-total"  # not finished within --timeout
+    DEADLINE = "deadline"  # cut off by the run deadline
+    RESET = "reset"  # connection reset or closed before the response ended
+    HTTP_4XX = "http-4xx"  # a 4xx status (vLLM's message in the error)
+    HTTP_5XX = "http-5xx"  # a 5xx status
+    ERROR_EVENT = "error-event"  # an SSE error event in a 200 stream
+    MALFORMED = "malformed"  # bad JSON, an event that is no object, an unexpected reply
+    NO_DONE = "no-done"  # the stream ended without [DONE]: truncated
+    NO_TOKEN = "no-token"  # [DONE] before any token event
+    NO_USAGE = "no-usage"  # the usage lacks prompt_tokens_details.cached_tokens
+    BUILD = "build"  # the request could not be built
+    NOT_SENT = "not-sent"  # never sent: the server was gone or the deadline had passed
+
+
+#: Failure kinds in report order.
+FAILURES = (Failure.CONNECT, Failure.TIMEOUT_CONNECT, Failure.TIMEOUT_FIRST_BYTE,
+            Failure.TIMEOUT_TOTAL, Failure.DEADLINE, Failure.RESET, Failure.HTTP_4XX,
+            Failure.HTTP_5XX, Failure.ERROR_EVENT, Failure.MALFORMED, Failure.NO_DONE,
+            Failure.NO_TOKEN, Failure.NO_USAGE, Failure.BUILD, Failure.NOT_SENT)
+
 #: A path, cell, group or metric that a server (or one side of a comparison) cannot serve.
 NOT_AVAILABLE = "n/a"
 

@@ -22,9 +22,12 @@ def _ignore_sigint() -> None:
 
 
 @contextlib.contextmanager
-def saltbench_process(*args: str) -> Iterator[subprocess.Popen]:
-    """``run_bench.py ARGS`` in its own process group, killed (the group) on exit."""
+def saltbench_process(*args: str, env: dict[str, str] | None = None
+                      ) -> Iterator[subprocess.Popen]:
+    """``run_bench.py ARGS`` in its own process group, killed (the group) on exit; ``env``
+    is added to the environment."""
     proc = subprocess.Popen([sys.executable, str(ROOT / "run_bench.py"), *args],
+                            env={**os.environ, **(env or {})},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             stdin=subprocess.DEVNULL, start_new_session=True,
                             preexec_fn=_ignore_sigint)

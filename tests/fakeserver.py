@@ -3,11 +3,14 @@
 ``POST /script`` plays the ``script`` list in its JSON body: a string is written as is,
 a number sleeps that many seconds, ``"RESET"`` aborts the connection, ``{"events": n}``
 writes ``n`` one-token chunk events; a leading ``{"status": s, "json"|"text": ...}``
-answers with that status and body instead of a stream. ``GET /<mode>/metrics`` serves
-Prometheus text whose counters grow with each scrape: ``settling`` for 3 scrapes,
-``forever`` without end. ``POST /v1/chat/completions`` streams a fixed two-token reply
-with usage (100 prompt tokens, none cached) and ``GET /metrics`` fixed counters, enough
-for saltbench's own runner to go through its motions.
+answers with that status and body (``"content_type"``: its type) instead of a stream; a
+leading ``{"hold": s}`` waits ``s`` seconds before the headers, a leading ``"RESET"``
+aborts before them. ``GET /<mode>/metrics`` serves Prometheus text whose counters grow
+with each scrape: ``settling`` for 3 scrapes, ``forever`` without end.
+``POST /v1/chat/completions`` plays the next script of ``FakeServer.chat_plan`` if any,
+else streams a fixed two-token reply with usage (100 prompt tokens, none cached);
+``GET /metrics`` serves fixed counters and ``GET /health`` answers 200, enough for
+saltbench's own runner to go through its motions.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import threading
 from aiohttp import web
 
 SCRAPES = web.AppKey("scrapes", dict)
+CHAT_PLAN = web.AppKey("chat_plan", list)
 TOKEN_EVENT = 'data: {"choices":[{"index":0,"delta":{"content":"x"}}],"usage":null}\n\n'
 
 
@@ -61,12 +65,22 @@ vllm:request_success_total{{engine="0",finished_reason="length",model_name="Qwen
 
 
 async def _script(request: web.Request) -> web.StreamResponse:
-    steps = (await request.json())["script"]
-    if steps and isinstance(steps[0], dict) and "status" in steps[0]:
-        head = steps[0]
+    return await _play(request, (await request.json())["script"])
+
+
+async def _play(request: web.Request, steps: list) -> web.StreamResponse:
+    head = steps[0] if steps else None
+    if head == "RESET":
+        request.transport.abort()
+        return web.Response()
+    if isinstance(head, dict) and "hold" in head:
+        await asyncio.sleep(head["hold"])
+        steps = steps[1:]
+    elif isinstance(head, dict) and "status" in head:
         if "json" in head:
             return web.json_response(head["json"], status=head["status"])
-        return web.Response(text=head["text"], status=head["status"])
+        return web.Response(text=head["text"], status=head["status"],
+                            content_type=head.get("content_type", "text/plain"))
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
     await response.prepare(request)
     for step in steps:
@@ -96,31 +110,39 @@ CHAT_USAGE = {"prompt_tokens": 100, "completion_tokens": 2, "total_tokens": 102,
               "prompt_tokens_details": {"cached_tokens": 0}}
 
 
+CHAT_REPLY = [TOKEN_EVENT, TOKEN_EVENT, sse_event({"choices": [], "usage": CHAT_USAGE}),
+              "data: [DONE]\n\n"]
+
+
 async def _chat(request: web.Request) -> web.StreamResponse:
     await request.json()
-    response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-    await response.prepare(request)
-    for _ in range(2):
-        await response.write(TOKEN_EVENT.encode())
-    await response.write(sse_event({"choices": [], "usage": CHAT_USAGE}).encode())
-    await response.write(b"data: [DONE]\n\n")
-    return response
+    plan = request.app[CHAT_PLAN]
+    return await _play(request, plan.pop(0) if plan else CHAT_REPLY)
 
 
 async def _fixed_metrics(request: web.Request) -> web.Response:
     return web.Response(text=metrics_text(1.0))
 
 
-class FakeServer:
-    """The fake app on 127.0.0.1 at a free port; a context manager, ``url`` its base."""
+async def _health(request: web.Request) -> web.Response:
+    return web.Response()
 
-    def __init__(self) -> None:
+
+class FakeServer:
+    """The fake app on 127.0.0.1 at a free port; a context manager, ``url`` its base.
+
+    ``chat_plan``: scripts (as for ``/script``) that the next chat requests play, in turn.
+    """
+
+    def __init__(self, chat_plan: list[list] | None = None) -> None:
         self.app = web.Application()
         self.app[SCRAPES] = {}
+        self.app[CHAT_PLAN] = list(chat_plan or [])
         self.app.router.add_post("/script", _script)
         self.app.router.add_get("/{mode}/metrics", _metrics)
         self.app.router.add_post("/v1/chat/completions", _chat)
         self.app.router.add_get("/metrics", _fixed_metrics)
+        self.app.router.add_get("/health", _health)
         self.url = ""
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()

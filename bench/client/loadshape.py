@@ -10,6 +10,7 @@ but waits for a free slot when ``max_concurrency`` are in flight.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -60,12 +61,15 @@ async def dispatch(
     offsets: Sequence[float],
     max_concurrency: int | None,
     send: Callable[[T], Awaitable[None]],
+    hurry: asyncio.Event | None = None,
 ) -> None:
     """Start ``send(item)`` at each offset after one common start; await them all.
 
     At most ``max_concurrency`` sends run at once (``None``: unlimited); a send that is due
-    while all slots are taken starts when one frees. If the dispatch is cancelled or a
-    send raises, the sends in flight are cancelled and awaited before this returns.
+    while all slots are taken starts when one frees. Once ``hurry`` is set, the remaining
+    sends start at once (a stopping run records them unsent without waiting for their
+    times). If the dispatch is cancelled or a send raises, the sends in flight are
+    cancelled and awaited before this returns.
     """
     if len(items) != len(offsets):
         raise ValueError(f"{len(items)} items but {len(offsets)} offsets")
@@ -85,8 +89,12 @@ async def dispatch(
     try:
         for item, offset in zip(items, offsets):
             delay = start + offset - time.perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
+            if delay > 0 and not (hurry and hurry.is_set()):
+                if hurry is None:
+                    await asyncio.sleep(delay)
+                else:
+                    with contextlib.suppress(asyncio.TimeoutError):
+                        await asyncio.wait_for(hurry.wait(), delay)
             tasks.append(asyncio.create_task(run(item)))
         await asyncio.gather(*tasks)
     finally:

@@ -22,8 +22,12 @@ from typing import Any
 
 import aiohttp
 
+from bench.vocab import Failure
+
 DONE = "[DONE]"
 MAX_ERROR_CHARS = 500
+#: Default seconds to open a connection (``--connect-timeout``).
+CONNECT_TIMEOUT_S = 30.0
 
 
 @dataclass
@@ -32,6 +36,7 @@ class StreamResult:
 
     ok: bool = False
     status: int | None = None
+    failure: str | None = None  # a bench.vocab.FAILURES kind
     error: str | None = None
     ttft_s: float | None = None
     itl_s: list[float] = field(default_factory=list)
@@ -83,13 +88,28 @@ def _error_message(body: Any) -> str | None:
     return str(error)
 
 
-async def _http_error(response: aiohttp.ClientResponse) -> str:
-    text = (await response.read()).decode("utf-8", errors="replace")
+async def _http_error(response: aiohttp.ClientResponse, first: bytes) -> tuple[str, str]:
+    """A non-200 reply's failure kind and its status with vLLM's message (or the body as
+    text, on one line) or the reason phrase; ``first`` is the body already read."""
+    text = (first + await response.content.read()).decode("utf-8", errors="replace")
     try:
         message = _error_message(json.loads(text)) or text
     except ValueError:
         message = text
-    return f"HTTP {response.status}: {message.strip()[:MAX_ERROR_CHARS]}"
+    message = " ".join(message.split()) or response.reason or "empty body"
+    status = response.status
+    kind = (Failure.HTTP_5XX if status >= 500 else Failure.HTTP_4XX if status >= 400
+            else Failure.MALFORMED)
+    return kind, f"HTTP {status}: {message[:MAX_ERROR_CHARS]}"
+
+
+def _transport_failure(exc: Exception) -> str:
+    """The failure kind of an exception raised while sending or reading (not a timeout)."""
+    if isinstance(exc, (aiohttp.ClientConnectorError, aiohttp.InvalidURL)):
+        return Failure.CONNECT
+    if isinstance(exc, (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, OSError)):
+        return Failure.RESET
+    return Failure.MALFORMED  # e.g. an invalid HTTP reply, bytes that are not UTF-8
 
 
 class _EventTimer:
@@ -101,22 +121,28 @@ class _EventTimer:
         self.is_token_event, self.carries_tokens = is_token_event, carries_tokens
         self.most_recent_timestamp = result.start_s
         self.last_token_timestamp: float | None = None
-        self.done = False
+        self.done = self.cut = False
+        self.failure: str | None = None
         self.error: str | None = None
 
     def handle(self, payloads: list[str]) -> None:
-        """Process event payloads; anything after ``[DONE]`` or an error event is ignored."""
+        """Process event payloads; anything after ``[DONE]`` or a failure is ignored."""
         result = self.result
         for data in payloads:
             timestamp = time.perf_counter()
-            if self.done or self.error is not None:
+            if self.done or self.failure is not None:
                 return
             if data == DONE:
                 self.done = True
                 return
             result.n_events += 1
-            event = _decode_event(data, result.n_events)
+            try:
+                event = _decode_event(data, result.n_events)
+            except ValueError as exc:
+                self.failure, self.error = Failure.MALFORMED, str(exc)
+                return
             if (message := _error_message(event)) is not None:
+                self.failure = Failure.ERROR_EVENT
                 self.error = f"error event: {message}"[:MAX_ERROR_CHARS]
                 return
             if event.get("usage") is not None:
@@ -132,15 +158,25 @@ class _EventTimer:
                     result.token_itl_s.append(timestamp - self.last_token_timestamp)
                 self.last_token_timestamp = timestamp
 
-    def verdict(self) -> str | None:
-        """The error that fails the stream, or ``None`` when it succeeded."""
-        if self.error is not None:
-            return self.error
+    def finish(self, tail: list[str]) -> None:
+        """End of stream: a last event without its blank line counts only if it is
+        ``[DONE]``; anything else there was cut off."""
+        if tail == [DONE]:
+            self.handle(tail)
+        elif tail:
+            self.cut = True
+
+    def verdict(self) -> tuple[str | None, str | None]:
+        """The failure kind and error of the stream, ``(None, None)`` when it succeeded."""
+        n = self.result.n_events
+        if self.failure is not None:
+            return self.failure, self.error
         if not self.done:
-            return f"stream ended without [DONE] after {self.result.n_events} events"
+            cut = " and a partial one" if self.cut else ""
+            return Failure.NO_DONE, f"stream ended without [DONE] after {n} events{cut}"
         if self.result.ttft_s is None:
-            return f"no token event before [DONE] ({self.result.n_events} events)"
-        return None
+            return Failure.NO_TOKEN, f"no token event before [DONE] ({n} events)"
+        return None, None
 
 
 def _decode_event(data: str, number: int) -> dict:
@@ -153,6 +189,17 @@ def _decode_event(data: str, number: int) -> dict:
     return event
 
 
+async def _open(session: aiohttp.ClientSession, url: str, body: dict,
+                timeout: aiohttp.ClientTimeout) -> tuple[aiohttp.ClientResponse, bytes]:
+    """Send, then wait for the first bytes of the response body (``b""`` if it is empty)."""
+    response = await session.post(url, json=body, timeout=timeout)
+    try:
+        return response, await response.content.readany()
+    except BaseException:
+        response.release()
+        raise
+
+
 async def post_stream(
     session: aiohttp.ClientSession,
     url: str,
@@ -160,36 +207,58 @@ async def post_stream(
     *,
     is_token_event: Callable[[dict], int],
     timeout_s: float,
+    connect_timeout_s: float = CONNECT_TIMEOUT_S,
+    first_byte_timeout_s: float | None = None,
     carries_tokens: Callable[[dict], bool] | None = None,
 ) -> StreamResult:
     """POST ``body`` as JSON to ``url`` and time its SSE reply; never raises but on cancellation.
 
     ``is_token_event(event)`` returns how many generated tokens an event carries; events
     with a positive count are the ones timed. ``usage`` comes from the last event whose
-    ``usage`` is not null. The result is failed (``ok=False``, ``error`` set) on a non-200
-    status, an ``error`` event, malformed JSON, a transport error, a stream that ends
-    without ``[DONE]`` or without any token event, and after ``timeout_s`` (whole request).
+    ``usage`` is not null. A failed result has ``ok=False`` and ``failure`` (a
+    :data:`bench.vocab.FAILURES` kind) and ``error`` set: a non-200 status, an ``error``
+    event, malformed JSON, a transport error, a stream that ends without ``[DONE]`` or
+    without any token event, and the timeouts: ``connect_timeout_s`` to open the
+    connection, ``first_byte_timeout_s`` (None: none) from the send to the first byte of
+    the response body, ``timeout_s`` for the whole request.
     """
     result = StreamResult(start_s=time.perf_counter())
     timer = _EventTimer(result, is_token_event, carries_tokens)
+    opening = _open(session, url, body,
+                    aiohttp.ClientTimeout(total=timeout_s, sock_connect=connect_timeout_s))
+    opened = False
     try:
-        async with session.post(
-            url, json=body, timeout=aiohttp.ClientTimeout(total=timeout_s)
-        ) as response:
+        response, chunk = await (opening if first_byte_timeout_s is None
+                                 else asyncio.wait_for(opening, first_byte_timeout_s))
+        opened = True
+        async with response:
             result.status = response.status
             if response.status != 200:
-                result.error = await _http_error(response)
-                return result
-            decoder = SseDecoder()
-            async for chunk in response.content.iter_any():
-                timer.handle(decoder.feed(chunk))
-            timer.handle(decoder.close())
-        result.error = timer.verdict()
-    except asyncio.TimeoutError:
-        result.error = f"timeout after {timeout_s:g} s ({result.n_events} events received)"
+                result.failure, result.error = await _http_error(response, chunk)
+            else:
+                decoder = SseDecoder()
+                while chunk and timer.failure is None:
+                    timer.handle(decoder.feed(chunk))
+                    chunk = await response.content.readany()
+                if timer.failure is None:
+                    timer.finish(decoder.close())
+                result.failure, result.error = timer.verdict()
     except Exception as exc:  # noqa: BLE001 - every failure becomes a failed result
-        result.error = f"{type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS]
+        elapsed = time.perf_counter() - result.start_s
+        if isinstance(exc, aiohttp.ConnectionTimeoutError):
+            result.failure = Failure.TIMEOUT_CONNECT
+            what = f"connect timeout after {connect_timeout_s:g} s"
+        elif (isinstance(exc, asyncio.TimeoutError) and not opened
+              and first_byte_timeout_s is not None and elapsed >= first_byte_timeout_s):
+            result.failure = Failure.TIMEOUT_FIRST_BYTE
+            what = f"first-byte timeout after {first_byte_timeout_s:g} s"
+        elif isinstance(exc, asyncio.TimeoutError):
+            result.failure, what = Failure.TIMEOUT_TOTAL, f"timeout after {timeout_s:g} s"
+        else:
+            result.failure = _transport_failure(exc)
+            what = f"{type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS]
+        result.error = f"{what} ({result.n_events} events received, elapsed {elapsed:.3f} s)"
     if result.ttft_s is not None:
         result.e2el_s = timer.most_recent_timestamp - result.start_s
-    result.ok = result.error is None
+    result.ok = result.failure is None
     return result

@@ -51,7 +51,7 @@ async def salt_sequence(target: Target, media_root: Path) -> list[dict]:
     """Per modality, one chat request sent unsalted twice, with salt A twice, then salt B."""
     rows = []
     seq = [("none", None), ("none", None), ("A", "a"), ("A", "a"), ("B", "b")]
-    async with aiohttp.ClientSession() as session:
+    async with aiohttp.ClientSession(headers=target.headers) as session:
         for modality in MEDIA_MODALITIES:
             item = probe_media(modality, f"{modality}-demo", media_root)  # never sent before
             ctx = PathContext(target.base_url, target.model, {item.id: item}, MediaUrls("data"),

@@ -21,12 +21,12 @@ ALWAYS, WHEN_NONZERO, NEVER = "always", "when-nonzero", "never"
 _PROBE_TEXT = "saltbench probe of prompt token details. " * 12
 
 
-def _cached_detail(base_url: str, model: str, text: str) -> int | None:
+def _cached_detail(base_url: str, model: str, text: str, headers: dict[str, str]) -> int | None:
     body = {"model": model, "max_tokens": 1, "temperature": 0,
             "messages": [{"role": "user", "content": text}]}
     request = urllib.request.Request(f"{base_url}/v1/chat/completions",
                                      data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"})
+                                     headers={"Content-Type": "application/json", **headers})
     try:
         with urllib.request.urlopen(request, timeout=120) as resp:
             usage = json.loads(resp.read()).get("usage") or {}
@@ -35,10 +35,11 @@ def _cached_detail(base_url: str, model: str, text: str) -> int | None:
     return (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
 
 
-def cached_tokens_reporting(base_url: str, model: str) -> str:
-    """``always``, ``when-nonzero`` (a missing field means 0) or ``never``."""
+def cached_tokens_reporting(base_url: str, model: str, headers: dict[str, str]) -> str:
+    """``always``, ``when-nonzero`` (a missing field means 0) or ``never``; ``headers``
+    carry the API key."""
     text = f"[{secrets.token_hex(6)}] {_PROBE_TEXT}"  # a prefix no other request has
-    first, repeat = (_cached_detail(base_url, model, text) for _ in range(2))
+    first, repeat = (_cached_detail(base_url, model, text, headers) for _ in range(2))
     if repeat is None:
         return NEVER
     return ALWAYS if first is not None else WHEN_NONZERO

@@ -2,21 +2,30 @@
 
 The build runs ``scripts/build_omni.py`` in the engine environment and is cached
 under ``<cache>/models/<preset>-<key>``, keyed by the preset, the builder script and
-the engine's transformers version: the same key gives the same files.
+the engine's transformers version: the same key gives the same files. The directory
+appears in one rename, with :data:`FILES_MANIFEST` (every file's size and sha256);
+a reused model whose files differ from it is built again.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.cachedirs import cache_dir
+from bench.cachedirs import cache_dir, locked
+from bench.docio import read_document, replace_dir, write_json
 from bench.engine.provision import EngineEnv, script
 from bench.errors import BenchError
+from bench.media import file_digest, file_problem
+
+log = logging.getLogger(__name__)
+#: Written last into a built model directory: ``{"files": {name: {"bytes", "sha256"}}}``.
+FILES_MANIFEST, FILES_KIND, FILES_VERSION = "saltbench-model.json", "saltbench-model-files", 1
 
 _AUDIO = {"num_mel_bins": 128, "max_source_positions": 1500, "n_window": 100}
 _VISION = {"patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2, "window_size": 112}
@@ -81,8 +90,31 @@ def build_model(env: EngineEnv, preset: str) -> LocalModel:
     if preset not in PRESETS:
         raise BenchError(f"model preset {preset!r}: unknown; known: {', '.join(PRESETS)}")
     out = cache_dir("models") / f"{preset}-{model_key(preset, env.info['versions']['transformers'])}"
-    if (out / "config.json").exists():
-        return LocalModel(out, preset)
+    with locked(out):
+        problem = damage(out)
+        if problem is None:
+            return LocalModel(out, preset)
+        if out.exists():
+            log.warning("%s; building the model again", problem)
+        _build(env, preset, out)
+    return LocalModel(out, preset)
+
+
+def damage(out: Path) -> str | None:
+    """What is wrong with a built model directory (a file missing or changed), or ``None``."""
+    try:
+        files = read_document(out / FILES_MANIFEST, FILES_KIND, FILES_VERSION)["files"]
+    except BenchError as exc:
+        return str(exc)
+    for name, want in files.items():
+        problem = file_problem(out / name, want["sha256"], want["bytes"])
+        if problem:
+            return f"{out / name}: {problem}"
+    return None
+
+
+def _build(env: EngineEnv, preset: str, out: Path) -> None:
+    """Run the builder into a directory beside ``out``, record its files, move it to ``out``."""
     tmp = out.with_name(out.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
@@ -98,8 +130,10 @@ def build_model(env: EngineEnv, preset: str) -> LocalModel:
     if proc.returncode != 0:
         shutil.rmtree(tmp, ignore_errors=True)
         raise BenchError(f"building model preset {preset!r} failed:\n{proc.stderr[-3000:]}")
-    if (out / "config.json").exists():  # another run built it meanwhile: same files
-        shutil.rmtree(tmp, ignore_errors=True)
-    else:
-        tmp.rename(out)
-    return LocalModel(out, preset)
+    files = {}
+    for path in sorted(p for p in tmp.rglob("*") if p.is_file()):
+        sha, size = file_digest(path)
+        files[path.relative_to(tmp).as_posix()] = {"bytes": size, "sha256": sha}
+    write_json(tmp / FILES_MANIFEST,
+               {"kind": FILES_KIND, "schema_version": FILES_VERSION, "files": files})
+    replace_dir(tmp, out)

@@ -10,8 +10,6 @@ existing environment without changing it.
 from __future__ import annotations
 
 import collections
-import contextlib
-import fcntl
 import json
 import queue
 import shutil
@@ -19,14 +17,15 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 from rich.console import Console
 
-from bench.cachedirs import cache_dir
+from bench.cachedirs import cache_dir, locked
+from bench.docio import write_json
 from bench.engine import cpu_repairs
 from bench.engine.serve_flags import serve_flags
 from bench.engine.spec import EngineSpec
@@ -126,60 +125,63 @@ def _pump(stream, lines: queue.Queue) -> None:
     lines.put(None)
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """An exclusive lock, so that two runs never build the same environment at once."""
-    with open(path, "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def env_dir(spec: EngineSpec) -> Path:
     return cache_dir("engines") / spec.slug
 
 
-def provision(spec: EngineSpec, console: Console | None = None) -> EngineEnv:
-    """Return the cached environment for ``spec``, building it first if needed."""
-    console = console or Console(stderr=True)
-    root = env_dir(spec)
+def cached_env(root: Path, title: str, build: Callable[[Path, _Pip], dict],
+               console: Console) -> dict:
+    """The marker (info) of the cached virtual environment ``root``, built first if needed.
+
+    Under the entry's lock: a valid marker is reused; otherwise a half-built or corrupt
+    environment is removed, a venv created and ``build(python, pip)`` fills it and returns
+    its info (a failure removes it again); the info gets ``provision_s`` and is written.
+    """
     python = root / "bin" / "python"
-    with _locked(root.with_name(root.name + ".lock")):  # not with_suffix: "0.28.0"
+    with locked(root):
         marker = root / MARKER
         if marker.exists() and python.exists():
             try:
-                return EngineEnv(python, json.loads(marker.read_text()))
+                return json.loads(marker.read_text())
             except ValueError:
                 console.print(f"[yellow]{marker} is corrupt: rebuilding the environment[/]")
         if root.exists():  # a half-built environment from an interrupted run
             shutil.rmtree(root)
-        console.print(f"Provisioning engine environment {spec} in {root} (first time only)")
+        console.print(f"Provisioning {title} in {root} (first time only)")
         start = time.monotonic()
         try:
             subprocess.run([sys.executable, "-m", "venv", str(root)], check=True,
                            capture_output=True, text=True)
-            pip = _Pip(python, console)
-            pip(["install", spec.requirement], f"installing {spec}")
-            probe = run_probe(python)
-            repairs = cpu_repairs.repair(probe, pip) if spec.is_cpu else []
-            if repairs:
-                probe = run_probe(python)
-            probe, steps = cpu_repairs.older_transformers(probe, pip, lambda: run_probe(python))
-            repairs += steps
-            verify(python, probe)
-            info = {"spec": str(spec), "versions": probe["versions"], "python": probe["python"],
-                    "repairs": repairs}
-            serve_flags(EngineEnv(python, info))  # cached beside the marker
+            info = build(python, _Pip(python, console))
         except BaseException:
             shutil.rmtree(root, ignore_errors=True)
             raise
         info["provision_s"] = round(time.monotonic() - start, 1)
-        marker.write_text(json.dumps(info, indent=2) + "\n")
-        console.print(f"[green]✓[/] engine {spec} ready in {info['provision_s']:.0f}s"
+        write_json(marker, info)
+        repairs = info.get("repairs")
+        console.print(f"[green]✓[/] {title} ready in {info['provision_s']:.0f}s"
                       + (f"; repairs: {'; '.join(repairs)}" if repairs else ""))
-        return EngineEnv(python, info)
+        return info
+
+
+def provision(spec: EngineSpec, console: Console | None = None) -> EngineEnv:
+    """Return the cached environment for ``spec``, building it first if needed."""
+    def build(python: Path, pip: _Pip) -> dict:
+        pip(["install", spec.requirement], f"installing {spec}")
+        probe = run_probe(python)
+        repairs = cpu_repairs.repair(probe, pip) if spec.is_cpu else []
+        if repairs:
+            probe = run_probe(python)
+        probe, steps = cpu_repairs.older_transformers(probe, pip, lambda: run_probe(python))
+        verify(python, probe)
+        info = {"spec": str(spec), "versions": probe["versions"], "python": probe["python"],
+                "repairs": repairs + steps}
+        serve_flags(EngineEnv(python, info))  # cached beside the marker
+        return info
+
+    root = env_dir(spec)
+    info = cached_env(root, f"engine environment {spec}", build, console or Console(stderr=True))
+    return EngineEnv(root / "bin" / "python", info)
 
 
 def open_env(python: Path) -> EngineEnv:

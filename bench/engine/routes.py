@@ -37,9 +37,10 @@ class Routes:
     generate_fields: frozenset[str] = frozenset()
 
 
-def _openapi(base_url: str) -> dict | None:
+def _openapi(base_url: str, headers: dict[str, str]) -> dict | None:
+    request = urllib.request.Request(f"{base_url}/openapi.json", headers=headers)
     try:
-        with urllib.request.urlopen(f"{base_url}/openapi.json", timeout=30) as resp:
+        with urllib.request.urlopen(request, timeout=30) as resp:
             doc = json.loads(resp.read())
     except (urllib.error.URLError, OSError, ValueError):
         return None
@@ -58,10 +59,10 @@ def request_fields(doc: dict, route: str) -> frozenset[str]:
         return frozenset()
 
 
-def probe_status(base_url: str, route: str) -> int | str:
+def probe_status(base_url: str, route: str, headers: dict[str, str]) -> int | str:
     """The HTTP status of an empty POST to ``route``, or why there is none."""
     request = urllib.request.Request(f"{base_url}{route}", data=b"{}",
-                                     headers={"Content-Type": "application/json"})
+                                     headers={"Content-Type": "application/json", **headers})
     try:
         with urllib.request.urlopen(request, timeout=60) as resp:
             return resp.status
@@ -71,16 +72,17 @@ def probe_status(base_url: str, route: str) -> int | str:
         return f"no answer ({exc})"
 
 
-def find_routes(base_url: str) -> Routes:
-    """The routes of :data:`ROUTES` the server serves, and why each other one is not."""
-    doc = _openapi(base_url)
+def find_routes(base_url: str, headers: dict[str, str]) -> Routes:
+    """The routes of :data:`ROUTES` the server serves, and why each other one is not
+    (``headers`` carry the API key)."""
+    doc = _openapi(base_url, headers)
     paths = doc["paths"] if doc else {}
     available, unavailable = set(), {}
     for route in ROUTES:
         if route in paths:
             available.add(route)
             continue
-        status = probe_status(base_url, route)
+        status = probe_status(base_url, route, headers)
         if status in _SERVED:
             available.add(route)
         elif isinstance(status, int):

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import collections
-import ctypes
 import json
+import logging
 import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -18,6 +19,8 @@ from pathlib import Path
 import psutil
 
 from bench.errors import BenchError
+
+log = logging.getLogger(__name__)
 
 DEFAULT_LIMIT_MM = {"image": 2, "audio": 2, "video": 2}
 #: Flags the suite can do without: left out (and recorded) where ``vllm serve`` lacks them.
@@ -41,6 +44,7 @@ class ServerConfig:
     limit_mm: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_LIMIT_MM))
     cpu_kvcache_gib: int | None = 1  # CPU engines only
     extra_args: list[str] = field(default_factory=list)
+    extra_env: dict[str, str] = field(default_factory=dict)  # on top of :meth:`env`'s own
 
     def _groups(self, port: int) -> list[list[str]]:
         """Every flag the suite passes, each with its values."""
@@ -90,7 +94,7 @@ class ServerConfig:
                "VLLM_NO_USAGE_STATS": "1", "PYTHONUNBUFFERED": "1"}
         if self.cpu_kvcache_gib:
             env["VLLM_CPU_KVCACHE_SPACE"] = str(self.cpu_kvcache_gib)
-        return env
+        return {**env, **self.extra_env}
 
 
 def free_port() -> int:
@@ -128,11 +132,19 @@ def log_tail(path: Path, lines: int = 40) -> str:
 
 
 class ManagedServer:
-    """Starts ``python -m vllm... serve`` in its own process group and stops all of it."""
+    """Starts ``python -m vllm... serve`` in its own process group and stops all of it.
+
+    The server runs under :mod:`bench.engine.reaper`, which kills the group if saltbench
+    dies without stopping it (even by SIGKILL).
+    """
+
+    #: What the process is, in error messages.
+    label = "vLLM server"
 
     def __init__(self, python: Path, config: ServerConfig, log_path: Path,
                  port: int | None = None, start_timeout_s: float = 600.0,
-                 supported: frozenset[str] | None = None, engine: str = "this vLLM") -> None:
+                 supported: frozenset[str] | None = None, engine: str = "this vLLM",
+                 secret_env: dict[str, str] | None = None) -> None:
         if port is not None:
             check_port_free(port)
         self.python, self.config, self.log_path = python, config, log_path
@@ -140,8 +152,11 @@ class ManagedServer:
         #: The arguments after the model (a BenchError here when an essential flag is missing).
         self.flags = config.flags(self.port, supported, engine)
         self.start_timeout_s = start_timeout_s
+        #: Environment the server gets but no record shows (an API key: not on its command line).
+        self.secret_env = secret_env or {}
         self.proc: subprocess.Popen | None = None
         self.start_s: float | None = None
+        self._launched = 0.0  # time.monotonic() at launch
 
     @property
     def base_url(self) -> str:
@@ -154,47 +169,63 @@ class ManagedServer:
 
     def start(self) -> None:
         """Start and wait for ``/health``; on failure stop everything and raise with the log tail."""
+        self.launch()
+        self.wait_ready()
+
+    def launch(self) -> None:
+        """Start the process (under the reaper) without waiting for it to be ready."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        started = time.monotonic()
+        self._launched = time.monotonic()
         with open(self.log_path, "w") as log:
             self.proc = subprocess.Popen(
-                self.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env={**os.environ, **self.config.env()}, start_new_session=True,
-                preexec_fn=_die_with_parent,
+                [sys.executable, "-m", "bench.engine.reaper", *self.command],
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.PIPE,
+                env={**os.environ, **self.config.env(), **self.secret_env},
+                start_new_session=True,  # the reaper leads the group; see bench.engine.reaper
             )
+
+    def wait_ready(self) -> None:
+        """Wait for ``/health`` after :meth:`launch`; on failure stop everything and raise
+        with the log tail."""
         try:
             while not http_ok(f"{self.base_url}/health"):
                 if self.proc.poll() is not None:
                     raise BenchError(
-                        f"vLLM server exited with code {self.proc.returncode} during start-up; "
+                        f"{self.label} exited with code {self.proc.returncode} during start-up; "
                         f"last lines of {self.log_path}:\n{log_tail(self.log_path)}")
-                if time.monotonic() - started > self.start_timeout_s:
+                if time.monotonic() - self._launched > self.start_timeout_s:
                     raise BenchError(
-                        f"vLLM server did not answer /health within {self.start_timeout_s:.0f}s; "
+                        f"{self.label} did not answer /health within {self.start_timeout_s:.0f}s; "
                         f"last lines of {self.log_path}:\n{log_tail(self.log_path)}")
                 time.sleep(1.0)
         except BaseException:
             self.stop()
             raise
-        self.start_s = time.monotonic() - started
+        self.start_s = time.monotonic() - self._launched
 
     def stop(self, grace_s: float = 30.0) -> None:
-        """SIGTERM the whole process group, then SIGKILL what is left after ``grace_s``."""
+        """SIGTERM the whole process group, then SIGKILL what is left after ``grace_s``.
+
+        A second Ctrl-C or SIGTERM while waiting (a KeyboardInterrupt, see ``bench.cli``)
+        escalates at once to SIGKILL of the group, which is waited for before it re-raises:
+        the server is never abandoned.
+        """
         if self.proc is None:
             return
         pgid = self.proc.pid  # start_new_session: the group id is the leader's pid
-        for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 10.0)):
-            try:
-                os.killpg(pgid, sig)
-            except ProcessLookupError:
-                break
-            deadline = time.monotonic() + wait_s
-            while time.monotonic() < deadline and _group_alive(pgid):
-                self.proc.poll()
-                time.sleep(0.2)
-            if not _group_alive(pgid):
-                break
+        try:
+            _signal_group(pgid, signal.SIGTERM, grace_s)
+        except KeyboardInterrupt:
+            _kill_group(pgid)
+            self._reap()
+            raise
+        _kill_group(pgid)
+        self._reap()
+
+    def _reap(self) -> None:
+        """Wait for the reaper and close its lifeline (the group is gone by now)."""
         self.proc.wait(timeout=10)
+        self.proc.stdin.close()
         self.proc = None
 
     def __enter__(self) -> ManagedServer:
@@ -205,12 +236,34 @@ class ManagedServer:
         self.stop()
 
 
-def _die_with_parent() -> None:
-    """In the child: get SIGTERM if saltbench dies, even by SIGKILL (Linux only)."""
+def _signal_group(pgid: int, sig: int, wait_s: float) -> bool:
+    """Send ``sig`` to the group and wait up to ``wait_s`` for it to be gone; gone?"""
     try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        return True
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        if not _group_alive(pgid):
+            return True
+        time.sleep(0.2)
+    return not _group_alive(pgid)
+
+
+def _kill_group(pgid: int) -> None:
+    """SIGKILL whatever is left of the group and wait for it; further signals cannot
+    interrupt this (they are re-raised once the group is gone)."""
+    pending: KeyboardInterrupt | None = None
+    for _ in range(3):  # a process stuck in the kernel may outlive SIGKILL for a while
+        try:
+            if _signal_group(pgid, signal.SIGKILL, 10.0):
+                break
+        except KeyboardInterrupt as exc:
+            pending = exc
+    else:
+        log.warning("process group %d is still alive after SIGKILL", pgid)
+    if pending is not None:
+        raise pending
 
 
 def _group_alive(pgid: int) -> bool:

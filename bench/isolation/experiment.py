@@ -128,7 +128,7 @@ async def run_isolation(target: Target, opts: IsolationOptions, run_id: str,
 async def _experiments(target: Target, opts: IsolationOptions, ctx: PathContext,
                        media: _Media, paths: dict[str, RequestPath], result: dict,
                        tick: Callable[[], None]) -> None:
-    async with aiohttp.ClientSession() as session:
+    async with aiohttp.ClientSession(headers=target.headers) as session:
         for name, modality in cells_of(opts):
             media_id = None if modality == "text" else media.fresh(modality, "cell")
             await _warm(session, paths[name], modality, media, opts.timeout_s)

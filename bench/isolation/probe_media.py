@@ -7,7 +7,6 @@ its own seed. Files go to a directory the caller owns (and removes when done).
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 
 from bench.media import audio, file_digest, image, video
@@ -38,10 +37,7 @@ def probe_media(modality: str, name: str, root: Path) -> MediaItem:
     """
     key = f"{root.resolve()}/{modality}/{name}"
     seed = int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "big")
-    root.mkdir(parents=True, exist_ok=True)
-    written = _write(modality, root / f".{name}.partial", seed)
-    path = root / f"{name}{written.path.suffix}"
-    os.replace(written.path, path)
-    sha, size = file_digest(path)
-    return MediaItem(id=name, modality=modality, path=path, mime=written.mime, sha256=sha,
+    written = _write(modality, root / name, seed)
+    sha, size = file_digest(written.path)
+    return MediaItem(id=name, modality=modality, path=written.path, mime=written.mime, sha256=sha,
                      bytes=size, content_id=name, variant=False, params=dict(SIZES[modality]))

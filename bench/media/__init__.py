@@ -39,6 +39,21 @@ def file_digest(path: Path) -> tuple[str, int]:
     return h.hexdigest(), size
 
 
+def file_problem(path: Path, sha256: str, size: int) -> str | None:
+    """What is wrong with a file recorded with ``size`` bytes and ``sha256``, or ``None``."""
+    try:
+        found = path.stat().st_size
+    except FileNotFoundError:
+        return "missing"
+    except OSError as exc:
+        return f"unreadable ({exc.strerror})"
+    if found != size:
+        return f"{found} bytes, {size} recorded"
+    if file_digest(path)[0] != sha256:
+        return "sha256 differs from the one recorded"
+    return None
+
+
 def library_versions() -> dict[str, str]:
     """Versions of every library whose output ends up in media bytes."""
     import av

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
+from bench.docio import replacing
 from bench.media import MediaFile, rng
 
 KINDS = ("tone", "chirp", "noise")
@@ -41,10 +42,11 @@ def render(kind: str, sample_rate: int, channels: int, duration_s: float,
 
 def write(stem: Path, *, kind: str, sample_rate: int, channels: int, duration_s: float,
           seed: int, subtype: str) -> MediaFile:
-    """Render and encode one WAV file to ``stem`` + ``.wav``."""
+    """Render and encode one WAV file to ``stem`` + ``.wav``, atomically."""
     path = stem.with_suffix(".wav")
     samples = render(kind, sample_rate, channels, duration_s, seed)
-    with sf.SoundFile(path, "w", sample_rate, channels, subtype, format="WAV") as f:
+    with replacing(path) as tmp, sf.SoundFile(tmp, "w", sample_rate, channels, subtype,
+                                              format="WAV") as f:
         sf._snd.sf_command(f._file, _SFC_SET_ADD_PEAK_CHUNK, sf._ffi.NULL, 0)
         f.write(samples)
     params = {"sample_rate": sample_rate, "channels": channels, "frames": len(samples),

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
+from bench.docio import replacing
 from bench.media import MediaFile, rng
 
 KINDS = ("gradient", "shapes", "noise", "text")
@@ -48,14 +49,15 @@ def render(kind: str, width: int, height: int, seed: int) -> Image.Image:
 
 def write(stem: Path, *, kind: str, width: int, height: int, seed: int, fmt: str,
           quality: int) -> MediaFile:
-    """Render and encode one image to ``stem`` + the format's suffix."""
+    """Render and encode one image to ``stem`` + the format's suffix, atomically."""
     mime, suffix = FORMATS[fmt]
     path = stem.with_suffix(suffix)
     img = render(kind, width, height, seed)
-    if fmt == "jpeg":
-        img.save(path, "JPEG", quality=quality, optimize=False, progressive=False)
-    else:
-        img.save(path, "PNG", optimize=False)
+    with replacing(path) as tmp:
+        if fmt == "jpeg":
+            img.save(tmp, "JPEG", quality=quality, optimize=False, progressive=False)
+        else:
+            img.save(tmp, "PNG", optimize=False)
     params = {"width": width, "height": height, "format": fmt, "kind": kind}
     if fmt == "jpeg":
         params["quality"] = quality

@@ -7,6 +7,7 @@ from pathlib import Path
 import av
 import numpy as np
 
+from bench.docio import replacing
 from bench.media import MediaFile, rng
 
 KINDS = ("moving-box", "bouncing-ball", "scrolling-bars")
@@ -45,9 +46,10 @@ def frames(kind: str, width: int, height: int, count: int, seed: int):
 
 def write(stem: Path, *, kind: str, width: int, height: int, fps: int, frame_count: int,
           seed: int, crf: int) -> MediaFile:
-    """Render and encode one clip to ``stem`` + ``.mp4`` (width and height must be even)."""
+    """Render and encode one clip to ``stem`` + ``.mp4``, atomically (width and height even)."""
     path = stem.with_suffix(".mp4")
-    with av.open(str(path), "w", format="mp4", container_options={"fflags": "+bitexact"}) as out:
+    with replacing(path) as tmp, av.open(str(tmp), "w", format="mp4",
+                                         container_options={"fflags": "+bitexact"}) as out:
         stream = out.add_stream("libx264", rate=fps)
         stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
         stream.codec_context.thread_count = 1

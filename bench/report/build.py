@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bench.docio import write_text
 from bench.report import html, markdown
 from bench.report.charts import CHARTS
 from bench.report.load import load_runs
@@ -18,6 +19,6 @@ def build_report(run_dirs: list[Path], out: Path, labels: list[str] | None = Non
         fig = make(runs)
         if fig is not None:
             charts[caption] = save(fig, out / "charts", name)[0]
-    (out / "index.html").write_text(html.page(runs, charts), encoding="utf-8")
-    (out / "summary.md").write_text(markdown.summary(runs), encoding="utf-8")
+    write_text(out / "index.html", html.page(runs, charts))
+    write_text(out / "summary.md", markdown.summary(runs))
     return out

@@ -19,6 +19,7 @@ from matplotlib.patches import Patch, Rectangle
 
 from bench.compare.bootstrap import interval
 from bench.compare.samples import Group, GroupKey, RunSamples
+from bench.docio import write_text
 from bench.registry import METRICS, POINTS, Metric
 from bench.report import compare_tables as ct
 from bench.report.charts import _by_modality, _dodge, _ordered
@@ -329,6 +330,5 @@ def write_compare_html(doc: dict, base: RunSamples, new: RunSamples, out: Path) 
         body += ["<h2>Isolation and groups only one run has</h2>", *map(table_html, rest)]
     title = f"saltbench compare: {doc['base']['label']} → {doc['new']['label']}"
     path = Path(out) / COMPARE_HTML
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(PAGE.substitute(title=escape(title), body="\n".join(body)), encoding="utf-8")
+    write_text(path, PAGE.substitute(title=escape(title), body="\n".join(body)))
     return path

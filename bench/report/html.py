@@ -31,7 +31,7 @@ $body
 def table_html(table: tables.Table) -> str:
     head = "".join(f"<th>{escape(h)}</th>" for h in table.headers)
     rows = "".join(
-        "<tr>" + "".join(f"<td{'' if i < table.keys else ' class=n'}>{escape(c)}</td>"
+        "<tr>" + "".join(f"<td{' class=n' if table.numeric(i) else ''}>{escape(c)}</td>"
                          for i, c in enumerate(row)) + "</tr>\n" for row in table.rows)
     return (f"<h3>{escape(table.title)}</h3>\n<table><thead><tr>{head}</tr></thead>\n"
             f"<tbody>{rows}</tbody></table>")
@@ -53,8 +53,8 @@ def run_header(run: Run) -> str:
 
 
 def run_tables(run: Run) -> str:
-    shown = [tables.pass_table(run.results), tables.group_table(run.results),
-             tables.judgement_table(run.results)]
+    shown = [tables.pass_table(run.results), *tables.failure_tables(run.results),
+             tables.group_table(run.results), tables.judgement_table(run.results)]
     shown += [t for t in (tables.spread_table(run.results), tables.problem_table(run.results))
               if t.rows]
     if run.isolation:

@@ -6,7 +6,14 @@ The HTML page and the console render the same tables, so all agree on every numb
 from __future__ import annotations
 
 from bench.report.load import Run
-from bench.report.tables import Table, judgement_line, pass_table, spread_table, verdict_table
+from bench.report.tables import (
+    Table,
+    failure_tables,
+    judgement_line,
+    pass_table,
+    spread_table,
+    verdict_table,
+)
 
 
 def meta_line(run: Run) -> str:
@@ -18,7 +25,7 @@ def _cell(text: str) -> str:
 
 
 def to_markdown(table: Table) -> str:
-    align = [":--"] * table.keys + ["--:"] * (len(table.headers) - table.keys)
+    align = ["--:" if table.numeric(i) else ":--" for i in range(len(table.headers))]
     lines = [table.headers, align, *table.rows]
     return "\n".join("| " + " | ".join(_cell(c) for c in line) + " |" for line in lines)
 
@@ -28,6 +35,7 @@ def summary(runs: list[Run]) -> str:
     parts = ["## saltbench report"]
     for run in runs:
         parts += [f"### {run.label}", meta_line(run), to_markdown(pass_table(run.results)),
+                  *(f"#### {t.title}\n\n{to_markdown(t)}" for t in failure_tables(run.results)),
                   judgement_line(run.results)]
         if run.results.get("spread"):
             parts.append(to_markdown(spread_table(run.results)))

@@ -10,6 +10,8 @@ import matplotlib
 matplotlib.use("Agg")  # headless, before pyplot is imported anywhere
 import matplotlib.pyplot as plt  # noqa: E402
 
+from bench.docio import replacing  # noqa: E402
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure, SubFigure
 
@@ -76,11 +78,11 @@ def wrap(category: str) -> str:
 
 
 def save(fig: Figure | SubFigure, out_dir: Path, name: str) -> list[Path]:
-    """Write ``name``.png and ``name``.svg into ``out_dir``; close the figure."""
+    """Write ``name``.png and ``name``.svg into ``out_dir`` atomically; close the figure."""
     fig = fig.figure  # the root figure of a subfigure
-    out_dir.mkdir(parents=True, exist_ok=True)
     paths = [out_dir / f"{name}.png", out_dir / f"{name}.svg"]
-    fig.savefig(paths[0], dpi=150, metadata={"Software": None})
-    fig.savefig(paths[1], metadata={"Date": None})
+    with replacing(paths[0]) as png, replacing(paths[1]) as svg:
+        fig.savefig(png, format="png", dpi=150, metadata={"Software": None})
+        fig.savefig(svg, format="svg", metadata={"Date": None})
     plt.close(fig)
     return paths

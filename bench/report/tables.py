@@ -7,8 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table as RichTable
 
+from bench.verdicts.runs import failure_totals
 from bench.vocab import COMPARE_STYLE, JUDGEMENTS, VERDICT_STYLE
 
 AGREE = {True: "yes", False: "NO", None: "–"}
@@ -36,12 +38,17 @@ def tput(value: float | None) -> str:
 
 @dataclass
 class Table:
-    """A titled table of display strings; the first ``keys`` columns are labels."""
+    """A titled table of display strings; the first ``keys`` columns are labels, the last
+    ``text`` columns free text, the others numbers."""
 
     title: str
     headers: list[str]
     rows: list[list[str]]
     keys: int = 1
+    text: int = 0
+
+    def numeric(self, column: int) -> bool:
+        return self.keys <= column < len(self.headers) - self.text
 
 
 def with_repetition(items: list[dict], table: Table) -> Table:
@@ -51,7 +58,7 @@ def with_repetition(items: list[dict], table: Table) -> Table:
     k = table.keys
     return Table(table.title, [*table.headers[:k], "rep", *table.headers[k:]],
                  [[*row[:k], str(item.get("repetition", 0)), *row[k:]]
-                  for item, row in zip(items, table.rows)], keys=k + 1)
+                  for item, row in zip(items, table.rows)], keys=k + 1, text=table.text)
 
 
 def pass_table(results: dict) -> Table:
@@ -71,6 +78,28 @@ def pass_table(results: dict) -> Table:
                   "TTFT hit p50 ms",
                   "TTFT hit p99 ms", "TTFT miss p50 ms", "TTFT miss p99 ms", "req/s", "tok/s"],
                  rows, keys=2))
+
+
+def failure_tables(results: dict) -> list[Table]:
+    """The measured requests that failed, per pass and kind, then an example error of each
+    kind; none when nothing failed."""
+    passes = [p for p in results["passes"] if p.get("failed")]
+    if not passes:
+        return []
+    totals = failure_totals(passes)
+    rows = [[p["path"], p["salt_mode"], str(p["failed"]),
+             *(str(p.get("failures", {}).get(kind, 0)) for kind in totals)] for p in passes]
+    by_pass = with_repetition(passes, Table("Failed requests (measure phase)",
+                                            ["path", "salt mode", "failed", *totals], rows,
+                                            keys=2))
+    examples: dict[str, str] = {}
+    for p in passes:
+        for kind, error in p.get("failure_examples", {}).items():
+            examples.setdefault(kind, error or "–")
+    return [by_pass, Table("Failed requests: an example error of each kind",
+                           ["failure", "requests", "example error"],
+                           [[kind, str(n), examples.get(kind, "–")] for kind, n in totals.items()],
+                           text=1)]
 
 
 def group_table(results: dict) -> Table:
@@ -106,6 +135,10 @@ def judgement_line(results: dict) -> str:
     """One line a CI log or PR shows: how many requests were judged, and how they fared."""
     c = results.get("judgements", {}).get("counts", {})
     partial = "INTERRUPTED run, results are partial; " if results.get("interrupted") else ""
+    if results.get("stopped"):
+        partial = f"STOPPED EARLY ({results['stopped']}), results are partial; "
+    if resumed := results.get("metadata", {}).get("resumed"):
+        partial += f"resumed {len(resumed)} time(s); "
     oracle = results.get("oracle", {})
     return (f"{partial}requests judged exactly: {c.get('judged', '–')} of "
             f"{c.get('requests', '–')} (met {c.get('met', '–')}, leak {c.get('leak', '–')}, "
@@ -182,10 +215,10 @@ def to_rich(table: Table) -> RichTable:
     """A rich table; verdicts and disagreements are coloured."""
     out = RichTable(title=table.title)
     for i, header in enumerate(table.headers):
-        out.add_column(header, justify="left" if i < table.keys else "right",
+        out.add_column(header, justify="right" if table.numeric(i) else "left",
                        no_wrap=i < table.keys)
     for row in table.rows:
-        out.add_row(*(f"[{CELL_STYLE[c]}]{c}[/]" if c in CELL_STYLE else c for c in row))
+        out.add_row(*(f"[{CELL_STYLE[c]}]{c}[/]" if c in CELL_STYLE else escape(c) for c in row))
     return out
 
 
@@ -197,6 +230,8 @@ def report_console() -> Console:
 
 def print_summary(results: dict, console: Console) -> None:
     console.print(to_rich(pass_table(results)))
+    for table in failure_tables(results):
+        console.print(to_rich(table))
     if results.get("spread"):
         console.print(to_rich(spread_table(results)))
     console.print(to_rich(judgement_table(results)))

@@ -26,6 +26,13 @@ COUNTERS = frozenset(
 )
 #: Kept per ``source`` label, as ``vllm:prompt_tokens_by_source_total{source=local_cache_hit}``.
 BY_SOURCE = "vllm:prompt_tokens_by_source_total"
+#: The server process's start time (prometheus_client's process collector): a restart
+#: changes it even when the new counters have already grown past the old ones.
+START_TIME = "process_start_time_seconds"
+
+
+class CountersReset(BenchError):
+    """The server's counters went back between two scrapes: it restarted."""
 
 
 def parse(text: str) -> dict[str, float]:
@@ -33,7 +40,7 @@ def parse(text: str) -> dict[str, float]:
     totals: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:  # sample names keep "_total"; "_created" ones are skipped
-            if sample.name in COUNTERS:
+            if sample.name in COUNTERS or sample.name == START_TIME:
                 key = sample.name
             elif sample.name == BY_SOURCE:
                 key = f"{BY_SOURCE}{{source={sample.labels.get('source', '')}}}"
@@ -57,8 +64,21 @@ async def scrape(session: aiohttp.ClientSession, base_url: str) -> dict[str, flo
 
 
 def delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
-    """How much each counter in ``after`` grew since ``before`` (absent before: from 0)."""
-    return {key: value - before.get(key, 0.0) for key, value in after.items()}
+    """How much each counter in ``after`` grew since ``before`` (absent before: from 0).
+
+    Raises :class:`CountersReset` when the server restarted in between (its start time
+    changed, or a counter went back): such a delta would mix two servers' counts.
+    """
+    if before.get(START_TIME) != after.get(START_TIME):
+        raise CountersReset("the server restarted between two /metrics scrapes (its "
+                            "process start time changed); its counters were reset")
+    went_back = sorted(k for k, v in after.items() if v < before.get(k, 0.0))
+    gone = sorted(k for k in before if k not in after)
+    if went_back or gone:
+        raise CountersReset(f"server counters went back ({', '.join(went_back + gone)}): "
+                            "the server restarted and its counters were reset")
+    return {key: value - before.get(key, 0.0) for key, value in after.items()
+            if key != START_TIME}
 
 
 async def settled_scrape(

@@ -25,7 +25,8 @@ class Exchange(TypedDict):
 
     ok: bool
     status: int | None
-    error: str | None
+    failure: str | None  # bench.vocab.FAILURES; None when ok
+    error: str | None  # the failure in words
     prompt_tokens: int | None
     cached_tokens: int | None
     output_tokens: int | None
@@ -88,6 +89,7 @@ class PassInfo:
     repetition: int = 0
     duration_s: float = 0.0
     counters: dict = field(default_factory=dict)
+    counters_error: str | None = None  # why ``counters`` is empty (not scraped, reset)
 
 
 class RecordWriter:

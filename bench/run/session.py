@@ -22,6 +22,8 @@ from bench.progress import progress_bar
 from bench.results import build_results, write_results
 from bench.run.passes import Runner, RunOptions
 from bench.run.records import read_records
+from bench.run.resume import Resume, check_target, prepare
+from bench.run.secret import create_secret
 from bench.workload import Workload
 
 
@@ -39,36 +41,60 @@ def _json_number(value: object) -> object:
 
 
 def run_benchmark(target: Target, workload: Workload, opts: RunOptions, out_dir: Path,
-                  run_id: str, console: Console) -> dict:
-    """Run and save; return the results dict (``interrupted`` set if it did not finish)."""
+                  run_id: str, console: Console, resume: Resume | None = None) -> dict:
+    """Run (or, with ``resume``, continue) and save; return the results dict
+    (``interrupted`` or ``stopped`` set if it did not finish)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    records_path = out_dir / RECORDS_FILE
-    if records_path.exists() and records_path.stat().st_size:
-        raise BenchError(f"--out {out_dir}: already holds the records of a run; "
-                         "choose a new directory")
-    metadata = run_metadata(target, workload, opts)
+    records_path, layouts_path = out_dir / RECORDS_FILE, out_dir / LAYOUTS_FILE
+    if resume is None:
+        if records_path.exists() and records_path.stat().st_size:
+            raise BenchError(f"--out {out_dir}: already holds the records of a run; "
+                             "choose a new directory (or continue it with --resume)")
+        metadata = run_metadata(target, workload, opts)
+        secret = create_secret(out_dir)
+    else:
+        check_target(resume, target.metadata)
+        prepare(resume)
+        metadata = {**resume.metadata, "resumed": [*resume.metadata.get("resumed", []), {
+            **resume.history, "deadline_s": opts.deadline_s,
+            "target": {k: target.metadata.get(k) for k in ("managed", "server_url",
+                                                           "vllm_version")}}]}
+        secret = resume.secret
+        console.print(f"resuming {run_id}: {resume.history['records_kept']} records kept, "
+                      f"{resume.history['records_resent']} to send again, "
+                      f"{len(resume.passes)} passes finished")
     unavailable = unavailable_paths(opts.paths, target.metadata)
     for path, why in unavailable.items():
         console.print(f"[yellow]path {path}: n/a on this server ({why})[/]")
     opts = replace(opts, paths=[p for p in opts.paths if p not in unavailable])
+
+    def save(passes: list, interrupted: bool, stopped: str | None) -> dict:
+        records = read_records(records_path) if records_path.exists() else []
+        layouts = read_records(layouts_path) if layouts_path.exists() else []
+        results = build_results(run_id, metadata, passes, records, layouts, interrupted,
+                                unavailable, stopped)
+        write_results(out_dir / RESULTS_FILE, results)
+        return results
+
+    # Written first: a run killed outright still leaves results that say so (and --resume).
+    save(list(resume.passes.values()) if resume else [], True, None)
     n = workload.metadata["counts"]["requests"]
     per_pass = n + min(opts.warmup, n) + (n if opts.prime else 0)
     total = per_pass * len(opts.paths) * len(opts.salt_modes) * opts.repeat
     with progress_bar(console, "requests", total) as progress:
-        runner = Runner(target, workload, opts, records_path, out_dir / LAYOUTS_FILE, run_id,
-                        progress)
+        runner = Runner(target, workload, opts, out_dir, run_id, secret, progress, resume)
         interrupted = True
         try:
             asyncio.run(runner.run())
             interrupted = False
         finally:
-            records = read_records(records_path) if records_path.exists() else []
-            layouts_path = out_dir / LAYOUTS_FILE
-            layouts = read_records(layouts_path) if layouts_path.exists() else []
-            results = build_results(run_id, metadata, runner.passes, records, layouts,
-                                    interrupted, unavailable)
-            write_results(out_dir / RESULTS_FILE, results)
+            results = save(runner.passes, interrupted, runner.stopped)
+            measured = sum(p["completed"] + p["failed"] for p in results["passes"])
+            kept = f"{measured} measured records kept"
             if interrupted:
-                console.print(f"[yellow]run interrupted; {len(records)} records kept in "
-                              f"{out_dir}[/]")
+                console.print(f"[yellow]run interrupted; {kept} in {out_dir} "
+                              f"(continue it with --resume {out_dir})[/]")
+            elif runner.stopped:
+                console.print(f"[red]run stopped early: {runner.stopped}; {kept} in "
+                              f"{out_dir} (continue it with --resume {out_dir})[/]")
     return results

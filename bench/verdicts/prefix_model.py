@@ -15,6 +15,9 @@ A source also caches the blocks its generated tokens fill (all but the last toke
 Their token ids are not known here, so they only widen ``upper``: where a request's run
 of shared blocks ends at a source's last full prompt block, the blocks that source's
 output completed may also hit.
+
+A resumed run's segments are judged together, but a source guarantees hits only within
+its own segment (the server may have restarted, and lost its cache, in between).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 from bench.vocab import Judged
@@ -79,6 +82,9 @@ class Sent:
     end: float | None  # when it completed successfully (None if it failed)
     cached: int | None  # cached tokens the server reported (None if failed)
     output_tokens: int = 0  # generated tokens (their full blocks are cached too)
+    #: A resumed run's part (the server may have restarted in between): only sources of
+    #: the same segment are guaranteed; any earlier one is still allowed.
+    segment: int = 0
 
 
 @dataclass(frozen=True)
@@ -100,11 +106,12 @@ class Judgement:
 
 # Per block key: the two earliest (time, request id), so that a request can skip itself.
 _Keys = dict[str, list[tuple[float, int]]]
-_Index = dict[str | None, _Keys]  # per salt
+_Index = dict[Hashable, _Keys]  # per salt (and segment)
 
 
-def _index(events: list[tuple[float, int, str | None, Layout]]) -> _Index:
-    """Index (time, id, salt, layout) events by salt and block key, two earliest per key."""
+def _index(events: list[tuple[float, int, Hashable, Layout]]) -> _Index:
+    """Index (time, id, group, layout) events by group (a salt) and block key, two earliest
+    per key."""
     index: _Index = {}
     for time, rid, salt, lay in sorted(events, key=lambda e: (e[0], e[1])):
         keys = index.setdefault(salt, {})
@@ -170,7 +177,8 @@ def judge(sent: Sequence[Sent], block_size: int) -> dict[int, Judgement]:
         raise ValueError(f"block_size must be positive, got {block_size}")
     known = [s for s in sent if s.layout is not None]
     started = _index([(s.start, s.id, s.salt, s.layout) for s in known])
-    completed = _index([(s.end, s.id, s.salt, s.layout) for s in known if s.end is not None])
+    completed = _index([(s.end, s.id, (s.salt, s.segment), s.layout) for s in known
+                        if s.end is not None])
     decoded = _decode_ends(known, block_size)
     out: dict[int, Judgement] = {}
     for r in sent:
@@ -179,7 +187,8 @@ def judge(sent: Sequence[Sent], block_size: int) -> dict[int, Judgement]:
             continue
         keys = r.layout.block_keys[:max(r.layout.n_tokens - 1, 0) // block_size]
         cutoff = r.first_token if r.first_token is not None else r.end if r.end is not None else math.inf
-        done = _run(keys, 0, completed.get(r.salt, {}), r.id, r.start, inclusive=True)
+        done = _run(keys, 0, completed.get((r.salt, r.segment), {}), r.id, r.start,
+                    inclusive=True)
         # Whatever is guaranteed is allowed: the upper run continues the lower one.
         lower = done * block_size
         run = _run(keys, done, started.get(r.salt, {}), r.id, cutoff, inclusive=False)

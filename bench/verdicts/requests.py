@@ -39,7 +39,8 @@ def _sent(record: Record, shape: LayoutLine | None) -> pm.Sent:
                    start=record["start_s"], first_token=first,
                    end=record["end_s"] if record["ok"] else None,
                    cached=record["cached_tokens"] if record["ok"] else None,
-                   output_tokens=(record.get("output_tokens") or 0) if record["ok"] else 0)
+                   output_tokens=(record.get("output_tokens") or 0) if record["ok"] else 0,
+                   segment=record.get("segment", 0))
 
 
 def judge_records(records: list[Record], layouts: list[LayoutLine], block_size: int,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bench.paths import media_paths
 from bench.run.records import Record
-from bench.vocab import MEASURE
+from bench.vocab import FAILURES, MEASURE
 
 
 def counters_agree(delta: dict[str, float], prompt_tokens: int | None,
@@ -32,13 +32,21 @@ def prompt_token_mismatches(records: list[Record]) -> list[dict]:
             for (rid, mode), counts in seen.items() if len(set(counts.values())) > 1]
 
 
+def failure_totals(passes: list[dict]) -> dict[str, int]:
+    """Failed measured requests per kind over ``passes`` (their ``failures``), in
+    :data:`bench.vocab.FAILURES` order."""
+    totals = {kind: sum(p.get("failures", {}).get(kind, 0) for p in passes) for kind in FAILURES}
+    return {kind: n for kind, n in totals.items() if n}
+
+
 def problems(results: dict) -> list[str]:
     """Why a run should fail a CI step: failed requests, leaks and under-hits, counters
     that disagree with the requests, paths that disagree on a prompt, an interruption."""
     out = []
     failed = sum(p["failed"] for p in results["passes"])
     if failed:
-        out.append(f"{failed} measured request(s) failed")
+        kinds = ", ".join(f"{n} {kind}" for kind, n in failure_totals(results["passes"]).items())
+        out.append(f"{failed} measured request(s) failed" + (f" ({kinds})" if kinds else ""))
     counts = results["judgements"]["counts"]
     if counts["leak"]:
         out.append(f"{counts['leak']} request(s) got more cached tokens than the salt rules "
@@ -60,4 +68,6 @@ def problems(results: dict) -> list[str]:
         out.append(f"the workload oracle disagrees on {disagree} request(s)")
     if results["interrupted"]:
         out.append("the run was interrupted")
+    if results.get("stopped"):
+        out.append(f"the run stopped early: {results['stopped']}")
     return out

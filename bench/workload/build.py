@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import logging
 import os
 import shutil
 import time
@@ -21,16 +22,19 @@ from typing import Any
 import numpy as np
 
 from bench import __version__
-from bench.cachedirs import cache_dir
+from bench.cachedirs import cache_dir, locked
+from bench.docio import replace_dir
 from bench.errors import BenchError
-from bench.media import library_versions
+from bench.media import file_problem, library_versions
 from bench.vocab import EXPECTATIONS, MEDIA_MODALITIES
 from bench.workload import manifest
-from bench.workload.pool import PREFIX, MediaPool
+from bench.workload.pool import PREFIX, MediaPool, encode
 from bench.workload.spec import WorkloadSpec, load
 
 #: Bumped whenever the same spec and seed would produce different files.
 GENERATOR_VERSION = 2
+
+log = logging.getLogger(__name__)
 
 _VOCAB = np.array(("the cache block salt token prefix tenant image audio video frame sample "
                    "model request reply server queue batch layer hidden vector stream bench "
@@ -275,7 +279,6 @@ def write_workload(spec: WorkloadSpec, out: Path) -> BuildStats:
                       media_files=len(pool.sha256))
 
 
-
 def default_dir(spec: WorkloadSpec, requests_overridden: bool) -> Path:
     """``<cache>/workloads/<name>-<spec hash>-s<seed>[-n<requests>]``."""
     suffix = f"-n{spec.requests}" if requests_overridden else ""
@@ -284,7 +287,11 @@ def default_dir(spec: WorkloadSpec, requests_overridden: bool) -> Path:
 
 def generate(spec: str | Path, seed: int | None = None, requests: int | None = None,
              out: str | Path | None = None, force: bool = False) -> Path:
-    """Generate a workload (skipped if ``out`` already holds this one, unless ``force``)."""
+    """Generate a workload (skipped if ``out`` already holds this one, unless ``force``).
+
+    A reused workload's media files are checked against their recorded size and sha256
+    and a damaged one is rebuilt. A lock beside ``out`` serialises concurrent callers.
+    """
     ws = load(spec)
     if seed is not None:
         ws = replace(ws, seed=seed)
@@ -293,19 +300,18 @@ def generate(spec: str | Path, seed: int | None = None, requests: int | None = N
             raise BenchError(f"--requests: must be a positive integer, got {requests}")
         ws = replace(ws, requests=requests)
     target = Path(out) if out is not None else default_dir(ws, requests is not None)
-    if not force and _is_current(target, ws):
-        return target
-    if target.exists() and any(target.iterdir()) and not (target / manifest.META_FILE).exists():
-        raise BenchError(f"{target}: exists and is not a workload; refusing to overwrite it")
-    tmp = target.parent / f".{target.name}.tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        write_workload(ws, tmp)
-        if target.exists():
-            shutil.rmtree(target)
-        tmp.rename(target)
-    finally:
+    with locked(target):
+        if not force and _is_current(target, ws) and _media_intact(target, ws):
+            return target
+        if target.exists() and any(target.iterdir()) and not (target / manifest.META_FILE).exists():
+            raise BenchError(f"{target}: exists and is not a workload; refusing to overwrite it")
+        tmp = target.parent / f".{target.name}.tmp-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
+        try:
+            write_workload(ws, tmp)
+            replace_dir(tmp, target)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     return target
 
 
@@ -321,6 +327,33 @@ def _is_current(target: Path, ws: WorkloadSpec) -> bool:
             and meta.get("counts", {}).get("requests") == ws.requests)
 
 
+def _media_intact(target: Path, ws: WorkloadSpec) -> bool:
+    """Check every media file of the workload in ``target``, re-encoding a damaged one.
+
+    False when the manifest is unreadable or a re-encoded file still differs (other
+    library versions): the whole workload must be generated again.
+    """
+    try:
+        workload = manifest.load_workload(target)
+    except BenchError as exc:
+        log.warning("%s; generating the workload again", exc)
+        return False
+    for item in workload.media.values():
+        problem = _media_problem(item)
+        if problem:
+            log.warning("%s: damaged media (%s); rebuilding it", item.path, problem)
+            encode(ws, target, item.id)
+            if _media_problem(item):
+                log.warning("%s: rebuilt file differs from the manifest; generating the "
+                            "workload again", item.path)
+                return False
+    return True
+
+
+def _media_problem(item: manifest.MediaItem) -> str | None:
+    return file_problem(item.path, item.sha256, item.bytes)
+
+
 def open_workload(spec: str, seed: int | None = None,
                   requests: int | None = None) -> manifest.Workload:
     """A generated workload directory as it is, or a spec generated (or reused) first."""
@@ -329,5 +362,10 @@ def open_workload(spec: str, seed: int | None = None,
         if seed is not None or requests is not None:
             raise BenchError(f"--spec {spec}: a generated workload; --seed and --requests "
                              "apply to spec files only")
-        return manifest.load_workload(path)
+        workload = manifest.load_workload(path)
+        damaged = [f"{i.path}: {p}" for i in workload.media.values() if (p := _media_problem(i))]
+        if damaged:
+            raise BenchError(f"--spec {spec}: damaged media ({len(damaged)}): {damaged[0]}; "
+                             "generate the workload again with --force")
+        return workload
     return manifest.load_workload(generate(spec, seed=seed, requests=requests))

@@ -11,7 +11,7 @@ import numpy as np
 from bench.media import MediaFile, audio, file_digest, image, video
 from bench.vocab import MEDIA_MODALITIES
 from bench.workload import manifest
-from bench.workload.spec import MediaSpec, WorkloadSpec
+from bench.workload.spec import WorkloadSpec
 
 PREFIX = {"image": "img", "audio": "aud", "video": "vid"}
 _VARIANT = "-v"
@@ -44,16 +44,15 @@ class MediaPool:
 
     def variant_of(self, media_id: str) -> str:
         """The other encoding of the same content (written on first use)."""
-        modality = next(m for m, p in PREFIX.items() if media_id.startswith(p + "-"))
-        base, variant = media_id.removesuffix(_VARIANT), media_id.endswith(_VARIANT)
-        return self._ensure(modality, int(base.split("-")[1]), not variant)
+        modality, content, variant = _parse(media_id)
+        return self._ensure(modality, content, not variant)
 
     def _ensure(self, modality: str, content: int, variant: bool) -> str:
         content_id = f"{PREFIX[modality]}-{content:05d}"
         media_id = content_id + (_VARIANT if variant else "")
         if media_id not in self.sha256:
             start = time.perf_counter()
-            written = self._write(self.spec.media[modality], content, variant, media_id)
+            written = encode(self.spec, self.out, media_id)
             sha, size = file_digest(written.path)
             self.seconds += time.perf_counter() - start
             self.sha256[media_id] = sha
@@ -65,33 +64,46 @@ class MediaPool:
                 "params": written.params}))
         return media_id
 
-    def _write(self, ms: MediaSpec, content: int, variant: bool, media_id: str) -> MediaFile:
-        g = np.random.default_rng([self.spec.seed, MEDIA_MODALITIES.index(ms.modality), content])
-        p: dict[str, Any] = ms.params
-        kind = str(g.choice(ms.kinds))
-        seed = int(g.integers(2**63))
-        stem = self.out / manifest.MEDIA_DIR / media_id
-        if ms.modality == "image":
-            fmt = str(g.choice(p["formats"]))
-            if variant:
-                fmt = "png" if fmt == "jpeg" else "jpeg"
-            return image.write(stem, kind=kind, width=_pick(g, p["width"]),
-                               height=_pick(g, p["height"]), seed=seed, fmt=fmt,
-                               quality=p["jpeg_quality"])
-        if ms.modality == "audio":
-            subtype = p["subtype"]
-            if variant:
-                subtype = "PCM_16" if subtype == "FLOAT" else "FLOAT"
-            lo, hi = p["duration_s"]
-            return audio.write(stem, kind=kind, sample_rate=p["sample_rate"],
-                               channels=p["channels"], duration_s=round(g.uniform(lo, hi), 2),
-                               seed=seed, subtype=subtype)
-        crf = p["crf"]
+
+def encode(spec: WorkloadSpec, out: Path, media_id: str) -> MediaFile:
+    """Write media item ``media_id`` of ``spec`` into ``out``'s media directory, atomically.
+
+    The same spec, id and library versions give the same bytes: a damaged file is rebuilt so.
+    """
+    modality, content, variant = _parse(media_id)
+    ms = spec.media[modality]
+    g = np.random.default_rng([spec.seed, MEDIA_MODALITIES.index(modality), content])
+    p: dict[str, Any] = ms.params
+    kind = str(g.choice(ms.kinds))
+    seed = int(g.integers(2**63))
+    stem = out / manifest.MEDIA_DIR / media_id
+    if modality == "image":
+        fmt = str(g.choice(p["formats"]))
         if variant:
-            crf = crf + 6 if crf <= 39 else crf - 6
-        return video.write(stem, kind=kind, width=_pick(g, p["width"]) & ~1,
-                           height=_pick(g, p["height"]) & ~1, fps=p["fps"],
-                           frame_count=_pick(g, p["frames"]), seed=seed, crf=crf)
+            fmt = "png" if fmt == "jpeg" else "jpeg"
+        return image.write(stem, kind=kind, width=_pick(g, p["width"]),
+                           height=_pick(g, p["height"]), seed=seed, fmt=fmt,
+                           quality=p["jpeg_quality"])
+    if modality == "audio":
+        subtype = p["subtype"]
+        if variant:
+            subtype = "PCM_16" if subtype == "FLOAT" else "FLOAT"
+        lo, hi = p["duration_s"]
+        return audio.write(stem, kind=kind, sample_rate=p["sample_rate"],
+                           channels=p["channels"], duration_s=round(g.uniform(lo, hi), 2),
+                           seed=seed, subtype=subtype)
+    crf = p["crf"]
+    if variant:
+        crf = crf + 6 if crf <= 39 else crf - 6
+    return video.write(stem, kind=kind, width=_pick(g, p["width"]) & ~1,
+                       height=_pick(g, p["height"]) & ~1, fps=p["fps"],
+                       frame_count=_pick(g, p["frames"]), seed=seed, crf=crf)
+
+
+def _parse(media_id: str) -> tuple[str, int, bool]:
+    """(modality, content number, variant) of a media id such as ``img-00003-v``."""
+    modality = next(m for m, p in PREFIX.items() if media_id.startswith(p + "-"))
+    return modality, int(media_id.split("-")[1]), media_id.endswith(_VARIANT)
 
 
 def _pick(g: np.random.Generator, span: tuple[int, int]) -> int:

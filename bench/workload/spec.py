@@ -22,6 +22,7 @@ Every error is a :class:`BenchError` naming the file and the key path, e.g.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -100,14 +101,18 @@ class _Table:
         if not isinstance(data, dict):
             raise BenchError(f"{file}: [{name}]: must be a table, got {_kind(data)}")
         self.data = dict(data)
+        self.asked: list[str] = []
 
     def fail(self, key: str, message: str, value: Any) -> BenchError:
         return BenchError(f"{self.file}: [{self.name}].{key}: {message}, got {value!r}")
 
     def get(self, key: str, default: Any, check: Callable[[Any], bool], message: str) -> Any:
+        self.asked.append(key)
         if key not in self.data:
             if default is _REQUIRED:
-                raise BenchError(f"{self.file}: [{self.name}].{key}: is required")
+                typo = difflib.get_close_matches(key, list(self.data), n=1)
+                hint = f" (is {typo[0]!r} a misspelling of it?)" if typo else ""
+                raise BenchError(f"{self.file}: [{self.name}].{key}: is required{hint}")
             return default
         value = self.data.pop(key)
         if not check(value):
@@ -172,7 +177,10 @@ class _Table:
         """Reject whatever key nobody asked for."""
         if self.data:
             key = sorted(self.data)[0]
-            raise BenchError(f"{self.file}: [{self.name}].{key}: unknown key")
+            close = difflib.get_close_matches(key, self.asked, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else \
+                f"; known: {', '.join(sorted(self.asked))}"
+            raise BenchError(f"{self.file}: [{self.name}].{key}: unknown key{hint}")
 
 
 _REQUIRED = object()

@@ -65,7 +65,7 @@ def stand_in(request: pytest.FixtureRequest) -> Iterator[str]:
 
 @pytest.mark.parametrize("stand_in", [(OPENAPI, {})], indirect=True)
 def test_routes_listed_in_openapi_are_available(stand_in: str) -> None:
-    assert find_routes(stand_in) == Routes(frozenset({GENERATE, RENDER}), {},
+    assert find_routes(stand_in, {}) == Routes(frozenset({GENERATE, RENDER}), {},
                                            frozenset({"token_ids", "features", "content_parts"}))
 
 
@@ -78,21 +78,21 @@ def test_request_fields_without_a_schema_are_unknown() -> None:
 
 @pytest.mark.parametrize("stand_in", [({"paths": {}}, {GENERATE: 403, RENDER: 403})], indirect=True)
 def test_disabled_routes_need_scale_out(stand_in: str) -> None:
-    assert find_routes(stand_in) == Routes(unavailable={GENERATE: NEEDS_SCALE_OUT,
+    assert find_routes(stand_in, {}) == Routes(unavailable={GENERATE: NEEDS_SCALE_OUT,
                                                         RENDER: NEEDS_SCALE_OUT})
 
 
 @pytest.mark.parametrize("stand_in", [(None, {GENERATE: 422})], indirect=True)
 def test_without_openapi_a_probe_decides(stand_in: str) -> None:
-    assert find_routes(stand_in) == Routes(frozenset({GENERATE}), {RENDER: NOT_MOUNTED})
+    assert find_routes(stand_in, {}) == Routes(frozenset({GENERATE}), {RENDER: NOT_MOUNTED})
 
 
 @pytest.mark.parametrize("stand_in", [({"paths": {RENDER: {}}}, {GENERATE: 500})], indirect=True)
 def test_other_answers_are_reported_as_they_are(stand_in: str) -> None:
-    assert find_routes(stand_in) == Routes(frozenset({RENDER}), {GENERATE: "HTTP 500"})
+    assert find_routes(stand_in, {}) == Routes(frozenset({RENDER}), {GENERATE: "HTTP 500"})
 
 
 def test_unreachable_server_gives_reasons() -> None:
-    routes = find_routes("http://127.0.0.1:9")
+    routes = find_routes("http://127.0.0.1:9", {})
     assert not routes.available and not routes.generate_fields
     assert all(r.startswith("no answer") for r in routes.unavailable.values())

@@ -6,7 +6,15 @@ import pytest
 from fakeserver import metrics_text
 
 from bench.errors import BenchError
-from bench.run.counters import counter_hit_rate, delta, parse, scrape, settled_scrape
+from bench.run.counters import (
+    START_TIME,
+    CountersReset,
+    counter_hit_rate,
+    delta,
+    parse,
+    scrape,
+    settled_scrape,
+)
 
 
 def test_parse_sums_engines_keeps_sources_and_skips_created():
@@ -30,6 +38,21 @@ def test_delta_and_hit_rate():
     assert counter_hit_rate(d) == 0.5
     assert counter_hit_rate({}) is None
     assert counter_hit_rate({"vllm:prefix_cache_queries_total": 0.0}) is None
+
+
+def test_a_restarted_server_gives_no_delta():
+    """Counters that went back, or a new process start time, are a restart: never a
+    negative or mixed delta."""
+    before, after = parse(metrics_text(3.0)), parse(metrics_text(1.0))
+    with pytest.raises(CountersReset, match="went back .*vllm:prefix_cache_hits_total"):
+        delta(before, after)
+    grown = parse(metrics_text(5.0))
+    assert delta({**before, START_TIME: 100.0}, {**grown, START_TIME: 100.0})
+    with pytest.raises(CountersReset, match="process start time changed"):
+        delta({**before, START_TIME: 100.0}, {**grown, START_TIME: 250.0})
+    assert START_TIME not in delta({**before, START_TIME: 1.0}, {**grown, START_TIME: 1.0})
+    assert START_TIME in parse("# TYPE process_start_time_seconds gauge\n"
+                               "process_start_time_seconds 1.7e9\n")
 
 
 def run(coro_fn):
