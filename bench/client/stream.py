@@ -21,10 +21,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
+import orjson
 
 from bench.vocab import Failure
 
 DONE = "[DONE]"
+JSON_HEADERS = {"Content-Type": "application/json"}
 MAX_ERROR_CHARS = 500
 #: Default seconds to open a connection (``--connect-timeout``).
 CONNECT_TIMEOUT_S = 30.0
@@ -181,7 +183,7 @@ class _EventTimer:
 
 def _decode_event(data: str, number: int) -> dict:
     try:
-        event = json.loads(data)
+        event = orjson.loads(data)
     except ValueError as exc:
         raise ValueError(f"malformed JSON in event {number}: {exc}; data={data[:100]!r}") from None
     if not isinstance(event, dict):
@@ -192,7 +194,8 @@ def _decode_event(data: str, number: int) -> dict:
 async def _open(session: aiohttp.ClientSession, url: str, body: dict,
                 timeout: aiohttp.ClientTimeout) -> tuple[aiohttp.ClientResponse, bytes]:
     """Send, then wait for the first bytes of the response body (``b""`` if it is empty)."""
-    response = await session.post(url, json=body, timeout=timeout)
+    response = await session.post(url, data=orjson.dumps(body), timeout=timeout,
+                                  headers=JSON_HEADERS)
     try:
         return response, await response.content.readany()
     except BaseException:

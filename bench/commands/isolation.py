@@ -16,7 +16,8 @@ from bench.isolation.side_channel import POWER_TARGET
 from bench.options import add_target_arguments, csv_choices
 from bench.outputs import ISOLATION_FILE, REPORTS, new_run_id
 from bench.paths import PATHS
-from bench.report.tables import print_isolation, report_console
+from bench.report.replica_tables import routed_isolation_table
+from bench.report.tables import print_isolation, report_console, to_rich
 from bench.verdicts.isolation import exit_code
 from bench.vocab import MODALITIES
 
@@ -42,6 +43,9 @@ def run(args: argparse.Namespace) -> int:
     out = args.out or REPORTS / run_id
     with open_target(args, console) as target:
         result = isolate(target, opts, out, run_id, console)
-    print_isolation(result, report_console())
+    stdout = report_console()
+    print_isolation(result, stdout)
+    if result.get("routed"):
+        stdout.print(to_rich(routed_isolation_table(result)))
     console.print(f"isolation results: {out / ISOLATION_FILE} ({result['duration_s']:.0f}s)")
     return exit_code(result)

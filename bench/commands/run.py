@@ -15,7 +15,8 @@ from bench.engine.target import open_target
 from bench.errors import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, BenchError
 from bench.options import add_run_arguments, add_target_arguments, options_from
 from bench.outputs import REPORTS, RESULTS_FILE, new_run_id
-from bench.report.tables import print_summary, report_console
+from bench.report.replica_tables import replica_table, routing_table
+from bench.report.tables import print_summary, report_console, to_rich
 from bench.run.resume import load_resume
 from bench.run.session import run_benchmark
 from bench.verdicts.runs import problems
@@ -55,7 +56,11 @@ def run(args: argparse.Namespace) -> int:
         out = args.out or REPORTS / run_id
     with open_target(args, console) as target:
         results = run_benchmark(target, workload, opts, out, run_id, console, resume)
-    print_summary(results, report_console())
+    stdout = report_console()
+    print_summary(results, stdout)
+    if results.get("replicas"):
+        for table in (replica_table(results), routing_table(results)):
+            stdout.print(to_rich(table))
     console.print(f"results: {out / RESULTS_FILE}")
     for problem in (found := problems(results)):
         console.print(f"[red]{problem}[/]")

@@ -80,7 +80,7 @@ _PIP_STEPS = ("Collecting", "Downloading", "Installing", "Successfully", "Buildi
               "Uninstalling", "Using cached")
 
 
-class _Pip:
+class Pip:
     """Runs pip in the engine environment, showing its current step on a status line."""
 
     def __init__(self, python: Path, console: Console) -> None:
@@ -129,12 +129,13 @@ def env_dir(spec: EngineSpec) -> Path:
     return cache_dir("engines") / spec.slug
 
 
-def cached_env(root: Path, title: str, build: Callable[[Path, _Pip], dict],
-               console: Console) -> dict:
+def cached_env(root: Path, title: str, build: Callable[[Path, Pip], dict],
+               console: Console, base_python: str = sys.executable) -> dict:
     """The marker (info) of the cached virtual environment ``root``, built first if needed.
 
     Under the entry's lock: a valid marker is reused; otherwise a half-built or corrupt
-    environment is removed, a venv created and ``build(python, pip)`` fills it and returns
+    environment is removed, a venv created (by ``base_python``) and ``build(python, pip)``
+    fills it and returns
     its info (a failure removes it again); the info gets ``provision_s`` and is written.
     """
     python = root / "bin" / "python"
@@ -150,9 +151,9 @@ def cached_env(root: Path, title: str, build: Callable[[Path, _Pip], dict],
         console.print(f"Provisioning {title} in {root} (first time only)")
         start = time.monotonic()
         try:
-            subprocess.run([sys.executable, "-m", "venv", str(root)], check=True,
+            subprocess.run([base_python, "-m", "venv", str(root)], check=True,
                            capture_output=True, text=True)
-            info = build(python, _Pip(python, console))
+            info = build(python, Pip(python, console))
         except BaseException:
             shutil.rmtree(root, ignore_errors=True)
             raise
@@ -166,7 +167,7 @@ def cached_env(root: Path, title: str, build: Callable[[Path, _Pip], dict],
 
 def provision(spec: EngineSpec, console: Console | None = None) -> EngineEnv:
     """Return the cached environment for ``spec``, building it first if needed."""
-    def build(python: Path, pip: _Pip) -> dict:
+    def build(python: Path, pip: Pip) -> dict:
         pip(["install", spec.requirement], f"installing {spec}")
         probe = run_probe(python)
         repairs = cpu_repairs.repair(probe, pip) if spec.is_cpu else []

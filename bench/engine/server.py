@@ -216,10 +216,10 @@ class ManagedServer:
         try:
             _signal_group(pgid, signal.SIGTERM, grace_s)
         except KeyboardInterrupt:
-            _kill_group(pgid)
+            kill_group(pgid)
             self._reap()
             raise
-        _kill_group(pgid)
+        kill_group(pgid)
         self._reap()
 
     def _reap(self) -> None:
@@ -250,7 +250,7 @@ def _signal_group(pgid: int, sig: int, wait_s: float) -> bool:
     return not _group_alive(pgid)
 
 
-def _kill_group(pgid: int) -> None:
+def kill_group(pgid: int) -> None:
     """SIGKILL whatever is left of the group and wait for it; further signals cannot
     interrupt this (they are re-raised once the group is gone)."""
     pending: KeyboardInterrupt | None = None

@@ -105,18 +105,20 @@ def _summary(cache: dict) -> dict:
                                       "prefix_caching_hash_algo", "num_gpu_blocks")}
 
 
-def _external(url: str, block_size: int | None, model: str | None, api_key: str | None,
-              console: Console) -> Target:
+def external_server(url: str, block_size: int | None, model: str | None,
+                    api_key: str | None, console: Console,
+                    option: str = "--server-url") -> Target:
+    """A running server; errors name it as ``option`` (the flag that gave its URL)."""
     url = url.rstrip("/")
     headers = auth_headers(api_key)
     try:
         models = _get_json(f"{url}/v1/models", headers)["data"]
         version = _get_json(f"{url}/version", headers).get("version")
     except (urllib.error.URLError, OSError, ValueError, KeyError) as exc:
-        raise BenchError(f"--server-url {url}: not a reachable vLLM server ({exc})") from None
+        raise BenchError(f"{option} {url}: not a reachable vLLM server ({exc})") from None
     ids = [m["id"] for m in models]
     if not ids:
-        raise BenchError(f"--server-url {url}: the server lists no model")
+        raise BenchError(f"{option} {url}: the server lists no model")
     if model is not None and model not in ids:
         raise BenchError(f"--model {model}: not served by {url} (it serves {', '.join(ids)})")
     model = model or ids[0]
@@ -210,7 +212,7 @@ def log_stamp() -> str:
 def open_target(args: argparse.Namespace, console: Console | None = None) -> Iterator[Target]:
     """Yield a ready target; a managed server is stopped on exit, whatever happens."""
     console = console or Console(stderr=True)
-    if getattr(args, "replicas", None) or getattr(args, "replica_url", None):
+    if any(getattr(args, o, None) for o in ("replicas", "replica_url", "router")):
         from bench.engine.replicas import open_replicas  # it builds on this module
 
         with open_replicas(args, console) as target:
@@ -222,7 +224,7 @@ def open_target(args: argparse.Namespace, console: Console | None = None) -> Ite
         if ignored:
             console.print(f"[yellow]--server-url: ignoring {', '.join(ignored)} "
                           "(the server is not managed by saltbench)[/]")
-        yield _external(args.server_url, args.block_size, args.model, args.api_key, console)
+        yield external_server(args.server_url, args.block_size, args.model, args.api_key, console)
         return
     if args.port is not None:
         check_port_free(args.port)  # before minutes of provisioning, not after

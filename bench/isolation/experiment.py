@@ -20,6 +20,7 @@ from bench.engine.target import Target
 from bench.isolation.cells import run_cell
 from bench.isolation.probe import prompt
 from bench.isolation.probe_media import probe_media
+from bench.isolation.replicas import replica_experiments, replica_steps
 from bench.isolation.side_channel import KINDS, POWER_TARGET, add_tests, measure
 from bench.isolation.uuid_probe import run_uuid_probe
 from bench.metadata import base_metadata
@@ -93,7 +94,10 @@ async def run_isolation(target: Target, opts: IsolationOptions, run_id: str,
     not_served = cells_of(replace(opts, paths=list(unavailable)))
     opts = replace(opts, paths=[p for p in opts.paths if p not in unavailable])
     opts, power_target = resolve_samples(opts)
-    ctx = PathContext(target.base_url, target.model, {}, MediaUrls("data"),
+    # Behind a router, the cells, uuid probe and side channel ask the first replica
+    # directly; bench.isolation.replicas covers the others and the router.
+    direct = target.replicas[0].url if target.replicas else target.base_url
+    ctx = PathContext(direct, target.model, {}, MediaUrls("data"),
                       timeout_s=opts.timeout_s, zero_cached_omitted=target.zero_cached_omitted)
     media = _Media(ctx, cache_dir("probe-media") / run_id)
     paths = {p.name: p for p in make_paths(opts.paths, ctx, opts.drop_salt_on)}
@@ -102,7 +106,7 @@ async def run_isolation(target: Target, opts: IsolationOptions, run_id: str,
                   **opts.__dict__, "samples_power_target": power_target}},
               "cells": [{"path": p, "modality": m, "verdict": NOT_AVAILABLE, "leaked_tokens": 0,
                          "reason": unavailable[p], "steps": []} for p, m in not_served],
-              "uuid_probe": [], "side_channel": [], "duration_s": None,
+              "routed": [], "uuid_probe": [], "side_channel": [], "duration_s": None,
               "complete": False}
     start = time.monotonic()
 
@@ -132,14 +136,20 @@ async def _experiments(target: Target, opts: IsolationOptions, ctx: PathContext,
         for name, modality in cells_of(opts):
             media_id = None if modality == "text" else media.fresh(modality, "cell")
             await _warm(session, paths[name], modality, media, opts.timeout_s)
-            result["cells"].append(await run_cell(session, target.base_url, paths[name],
-                                                  modality, media_id, target.block_size,
-                                                  opts.timeout_s))
+            cell = await run_cell(session, ctx.base_url, paths[name], modality, media_id,
+                                  target.block_size, opts.timeout_s)
+            result["cells"].append({**cell, "replica": target.replicas[0].name}
+                                   if target.replicas else cell)
             tick()
+        if target.replicas:
+            await replica_experiments(
+                session, target, ctx, cells_of(opts), opts.drop_salt_on,
+                lambda m: None if m == "text" else media.fresh(m, "cell"),
+                lambda path, m: _warm(session, path, m, media, opts.timeout_s), result, tick)
         if opts.uuid_probe and "image" in opts.modalities:
             for name in (p for p in uuid_paths() if p in paths):
                 result["uuid_probe"].append(await run_uuid_probe(
-                    session, target.base_url, paths[name], media.fresh("image", "uuid-x"),
+                    session, ctx.base_url, paths[name], media.fresh("image", "uuid-x"),
                     media.fresh("image", "uuid-y"), target.block_size, opts.timeout_s))
                 tick()
         if opts.samples:
@@ -173,7 +183,8 @@ def isolate(target: Target, opts: IsolationOptions, out_dir: Path, run_id: str,
             console: Console) -> dict:
     """Run the isolation experiment against ``target``; write ``out_dir/isolation.json``."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    with progress_bar(console, "isolation", total_steps(opts)) as progress:
+    total = total_steps(opts) + replica_steps(target, len(cells_of(opts)))
+    with progress_bar(console, "isolation", total) as progress:
         return asyncio.run(run_isolation(target, opts, run_id, out_dir / ISOLATION_FILE,
                                          {**base_metadata(), "target": target.metadata},
                                          progress))

@@ -1,11 +1,14 @@
 """Media references as URLs the engine accepts: ``data:`` (inline) or ``file://``.
 
-Each file is read and base64-encoded once per run, not once per request.
+Each file is read and base64-encoded once per run, not once per request, while the
+encoded URLs fit in :data:`CACHE_BYTES`; past that the least recently used are dropped
+(and encoded again if they come back), so memory stays bounded on any workload.
 """
 
 from __future__ import annotations
 
 import base64
+import collections
 import functools
 import tempfile
 from pathlib import Path
@@ -15,20 +18,24 @@ from bench.media import audio, image, video
 
 URL_MODES = ("data", "file")
 _STANDIN_MIME = {"image": "image/png", "audio": "audio/wav", "video": "video/mp4"}
+#: The most encoded data: URLs kept in memory (characters, about bytes).
+CACHE_BYTES = 64 * 2**20
 
 
 class MediaUrls:
     """Maps a media file to the URL a request carries."""
 
-    def __init__(self, mode: str = "data", allowed_dir: Path | None = None) -> None:
+    def __init__(self, mode: str = "data", allowed_dir: Path | None = None,
+                 cache_bytes: int = CACHE_BYTES) -> None:
         if mode not in URL_MODES:
             raise BenchError(f"--media-url {mode!r}: expected one of {', '.join(URL_MODES)}")
         if mode == "file" and allowed_dir is None:
             raise BenchError("--media-url file needs a server whose --allowed-local-media-path "
                              "is known (a managed server); use --media-url data")
-        self.mode, self.allowed_dir = mode, allowed_dir
+        self.mode, self.allowed_dir, self.cache_bytes = mode, allowed_dir, cache_bytes
+        self._cache: collections.OrderedDict[Path, str] = collections.OrderedDict()
+        self._cached = 0
 
-    @functools.lru_cache(maxsize=4096)  # noqa: B019 - one instance per run
     def url(self, path: Path, mime: str) -> str:
         if self.mode == "file":
             path = path.resolve()
@@ -36,7 +43,15 @@ class MediaUrls:
                 raise BenchError(f"media {path}: outside the server's allowed media path "
                                  f"{self.allowed_dir}; use --media-url data")
             return path.as_uri()
-        return f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode()}"
+        if (url := self._cache.get(path)) is not None:
+            self._cache.move_to_end(path)
+            return url
+        url = f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode()}"
+        self._cache[path] = url
+        self._cached += len(url)
+        while self._cached > self.cache_bytes and len(self._cache) > 1:
+            self._cached -= len(self._cache.popitem(last=False)[1])
+        return url
 
 
 @functools.lru_cache(maxsize=1)

@@ -9,6 +9,7 @@ from string import Template
 
 from bench.report import tables
 from bench.report.load import Run
+from bench.report.replica_tables import replica_tables
 
 PAGE = Template("""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
@@ -60,6 +61,7 @@ def run_tables(run: Run) -> str:
     if run.isolation:
         shown += [tables.verdict_table(run.isolation), tables.side_channel_table(run.isolation),
                   tables.uuid_table(run.isolation)]
+    shown += replica_tables(run.results, run.isolation)
     return "\n".join([f"<h2>Tables: {escape(run.label)}</h2>", *map(table_html, shown)])
 
 

@@ -6,6 +6,7 @@ The HTML page and the console render the same tables, so all agree on every numb
 from __future__ import annotations
 
 from bench.report.load import Run
+from bench.report.replica_tables import replica_tables
 from bench.report.tables import (
     Table,
     failure_tables,
@@ -41,6 +42,8 @@ def summary(runs: list[Run]) -> str:
             parts.append(to_markdown(spread_table(run.results)))
         if run.isolation:
             parts.append(to_markdown(verdict_table(run.isolation)))
+        parts += [f"#### {t.title}\n\n{to_markdown(t)}"
+                  for t in replica_tables(run.results, run.isolation)]
     return "\n\n".join(parts) + "\n"
 
 

@@ -173,9 +173,9 @@ def problem_table(results: dict) -> Table:
 def verdict_table(iso: dict) -> Table:
     """One row per cell, then one per uuid probe (its salt verdict; its finding is in
     :func:`uuid_table`)."""
-    rows = [[c["path"], c["modality"], c["verdict"], c.get("reason") or "",
-             str(c.get("leaked_tokens") or 0), AGREE[c.get("counters", {}).get("agree")]]
-            for c in iso["cells"]]
+    rows = [[c["path"] + (f" @{c['replica']}" if c.get("replica") else ""), c["modality"],
+             c["verdict"], c.get("reason") or "", str(c.get("leaked_tokens") or 0),
+             AGREE[c.get("counters", {}).get("agree")]] for c in iso["cells"]]
     rows += [[u["path"], "image (uuid probe)", u.get("verdict") or "–", u.get("reason") or "",
               fmt(u.get("leaked_tokens"), "d"), AGREE[None]] for u in iso.get("uuid_probe", [])]
     return Table("Isolation verdicts", ["path", "modality", "verdict", "reason",

@@ -8,8 +8,6 @@ same media have been sent already, and the render never touches the prefix cache
 
 from __future__ import annotations
 
-import asyncio
-
 import aiohttp
 
 from bench.paths.base import RequestPath, openai_messages, render, text_only
@@ -35,17 +33,11 @@ async def render_layout(session: aiohttp.ClientSession, path: RequestPath,
     return LayoutLine(n_tokens=shape.n_tokens, block_keys=list(shape.block_keys))
 
 
-async def render_layouts(session: aiohttp.ClientSession, path: RequestPath,
-                         prompts: dict[str, list[dict]], block_size: int) -> dict[str, LayoutLine]:
-    """Layouts of ``prompts`` (request id -> messages); a failed render gives ``error``."""
-    slots = asyncio.Semaphore(CONCURRENCY)
-
-    async def one(messages: list[dict]) -> LayoutLine:
-        async with slots:
-            try:
-                return await render_layout(session, path, messages, block_size)
-            except Exception as exc:  # noqa: BLE001 - that request is not judged, and says why
-                return LayoutLine(error=f"{type(exc).__name__}: {exc}"[:300])
-
-    done = await asyncio.gather(*(one(m) for m in prompts.values()))
-    return dict(zip(prompts, done))
+async def layout_or_error(session: aiohttp.ClientSession, path: RequestPath,
+                          messages: list[dict], block_size: int) -> LayoutLine:
+    """:func:`render_layout`, or a line whose ``error`` says why the render failed (that
+    request is then not judged)."""
+    try:
+        return await render_layout(session, path, messages, block_size)
+    except Exception as exc:  # noqa: BLE001 - that request is not judged, and says why
+        return LayoutLine(error=f"{type(exc).__name__}: {exc}"[:300])

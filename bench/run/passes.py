@@ -15,9 +15,12 @@ more by the server into ``layouts.jsonl``, from which every request is judged
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import itertools
 import logging
 import math
 import time
+from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -41,9 +44,11 @@ from bench.paths.base import (
 )
 from bench.paths.media_urls import MediaUrls
 from bench.run import counters
+from bench.run import layouts as layout_render
 from bench.run.exchange import exchange, failed_exchange
-from bench.run.layouts import render_layouts
 from bench.run.records import Exchange, PassInfo, Record, RecordWriter
+from bench.run.replicas import PerReplica, trace_config
+from bench.run.workers import Workers
 from bench.vocab import MEASURE, SALT_MODES, Failure
 from bench.workload import Workload
 
@@ -51,6 +56,8 @@ if TYPE_CHECKING:
     from bench.run.resume import Resume
 
 log = logging.getLogger(__name__)
+#: Records of the measured requests are written in batches at most this late (s).
+RECORD_DELAY_S = 0.05
 
 
 @dataclass
@@ -73,6 +80,8 @@ class RunOptions:
     repeat: int = 1
     #: Stop sending after this many seconds (None: no deadline); what is left is unsent.
     deadline_s: float | None = None
+    #: Processes that send the measured requests (bench.run.workers); 1: this one.
+    workers: int = 1
     #: Test-only: paths whose builder drops the salt (proves that a leak is caught).
     drop_salt_on: tuple[str, ...] = ()
 
@@ -117,7 +126,8 @@ class Runner:
             return None
         return salts.derive(self.secret, req["salt_ref"])
 
-    async def run(self) -> list[PassInfo]:
+    def make_paths(self) -> list[RequestPath]:
+        """The run's request paths, and how to send at its arrival times."""
         ctx = PathContext(self.target.base_url, self.target.model, self.workload.media,
                           MediaUrls(self.opts.media_url, self.target.media_dir),
                           self.opts.audio_part, self.opts.timeout_s,
@@ -126,42 +136,89 @@ class Runner:
         if self.opts.media_url == "file":  # every file must be servable before anything runs
             for item in self.workload.media.values():
                 ctx.urls.url(item.path, item.mime)
-        reqs = list(self.workload.requests())
+        n = self.workload.metadata["counts"]["requests"]
+        #: Send at the workload's own arrival times (one streamed look decides) or generate.
+        self.arrivals = None if self.opts.rate is None and all(
+            r["arrival_s"] is not None for r in self.workload.requests()) else arrival_offsets(
+            n, self.opts.rate or math.inf, self.opts.burstiness, self.opts.seed)
+        return paths
+
+    @contextlib.asynccontextmanager
+    async def open_session(self) -> AsyncIterator[None]:
+        """The HTTP session every request of this process goes through."""
+        connector = aiohttp.TCPConnector(limit=0, force_close=False)
+        # Response headers are traced behind a router only (a trace costs every request).
+        traces = [trace_config()] if self.target.replicas else None
+        async with aiohttp.ClientSession(connector=connector, headers=self.target.headers,
+                                         trace_configs=traces) as session:
+            self.session = session
+            self.servers = PerReplica(self.target, session, self.opts.max_concurrency == 1)
+            yield
+
+    async def run(self) -> list[PassInfo]:
+        paths = self.make_paths()
+        n = self.workload.metadata["counts"]["requests"]
         if self.opts.deadline_s is not None:
             self.deadline = time.monotonic() + self.opts.deadline_s
-        connector = aiohttp.TCPConnector(limit=0, force_close=False)
         finished = self.resume.passes if self.resume else {}
-        with RecordWriter(self.out_dir / RECORDS_FILE) as writer, \
+        with RecordWriter(self.out_dir / RECORDS_FILE, RECORD_DELAY_S) as writer, \
                 RecordWriter(self.out_dir / LAYOUTS_FILE) as layouts, \
-                RecordWriter(self.out_dir / PASSES_FILE) as passes:
-            async with aiohttp.ClientSession(connector=connector,
-                                             headers=self.target.headers) as session:
-                self.session, self.writer = session, writer
+                RecordWriter(self.out_dir / PASSES_FILE) as passes, \
+                Workers(self) as self.workers:
+            async with self.open_session():
+                self.writer = writer
                 for repetition in range(self.opts.repeat):
                     for path, salt_mode in pass_order(paths, self.opts.salt_modes, repetition):
                         index = len(self.passes)
                         if index in finished:
                             self.passes.append(finished[index])
-                            self.advance(len(reqs) * (2 if self.opts.prime else 1)
-                                         + min(self.opts.warmup, len(reqs)))
+                            self.advance(n * (2 if self.opts.prime else 1)
+                                         + min(self.opts.warmup, n))
                             continue
                         info = PassInfo(index, path.name, salt_mode,
                                         f"{self.run_id[-6:]}{index:04d}", repetition)
                         self.passes.append(info)
-                        await self.run_pass(path, info, reqs)
+                        await self.run_pass(path, info)
                         if not self.stopped:
-                            await self.write_layouts(path, info, reqs, layouts)
+                            await self.write_layouts(path, info, layouts)
                             passes.write(asdict(info))
         return self.passes
 
-    def todo(self, info: PassInfo, reqs: list[dict], phase: str) -> list[dict]:
-        """The requests of ``phase`` not recorded yet (all of them unless resuming); the
-        progress bar counts the others as done."""
-        if self.resume is None:
-            return reqs
-        left = [r for r in reqs if (info.index, phase, r["id"]) not in self.resume.done]
-        self.advance(len(reqs) - len(left))
-        return left
+    async def measure_share(self, info: PassInfo, worker: int, start: float) -> str | None:
+        """In worker process ``worker`` of ``opts.workers``: send every ``workers``-th measured
+        request of the pass from the ``worker``-th, on the common schedule from ``start``
+        (``time.perf_counter``, one clock for every process on Linux), at an equal share of
+        the concurrency; records go to ``self.writer``. Why the run stopped, if it did."""
+        path = next(p for p in self.make_paths() if p.name == info.path)
+        share = (item for i, item in enumerate(self.schedule(info))
+                 if i % self.opts.workers == worker)
+        limit = self.opts.max_concurrency and -(-self.opts.max_concurrency // self.opts.workers)
+        async with self.open_session():
+            await asyncio.sleep(max(start - time.perf_counter(), 0.0))
+            await dispatch(share, limit, lambda req: self.send(path, info, req, MEASURE),
+                           self.hurry)
+        return self.stopped
+
+    def todo(self, info: PassInfo, phase: str, limit: int | None = None) -> Iterator[dict]:
+        """The workload's requests (the first ``limit``), streamed, less those of ``phase``
+        recorded already when resuming (the progress bar counts those as done)."""
+        for req in itertools.islice(self.workload.requests(), limit):
+            if self.resume is not None and (info.index, phase, req["id"]) in self.resume.done:
+                self.advance(1)
+                continue
+            yield req
+
+    def schedule(self, info: PassInfo) -> Iterator[tuple[dict, float]]:
+        """The measured requests still to send, each with its send offset from the first."""
+        requests = zip(self.workload.requests(), self.arrivals or itertools.repeat(None))
+        first = None
+        for req, generated in requests:
+            if self.resume is not None and (info.index, MEASURE, req["id"]) in self.resume.done:
+                self.advance(1)
+                continue
+            offset = req["arrival_s"] if generated is None else generated
+            first = offset if first is None else first
+            yield req, offset - first
 
     def advance(self, n: int) -> None:
         if self.progress is not None and n:
@@ -178,21 +235,21 @@ class Runner:
             log.warning("stopping the run: %s", reason)
             self.hurry.set()
 
-    async def run_pass(self, path: RequestPath, info: PassInfo, reqs: list[dict]) -> None:
+    async def run_pass(self, path: RequestPath, info: PassInfo) -> None:
         """Warm-up, prime and measure; a stopped run records the pass's requests unsent."""
         if self.opts.warmup and not self.stopped:
             warm = PassInfo(info.index, info.path, info.salt_mode, info.tag + "w", info.repetition)
-            await self.send_serial(path, warm, self.todo(info, reqs[: self.opts.warmup],
-                                                         "warmup"), "warmup")
+            await self.send_serial(path, warm, self.todo(info, "warmup", self.opts.warmup),
+                                   "warmup")
         if self.opts.prime and not self.stopped:
-            await self.send_serial(path, info, self.todo(info, reqs, "prime"), "prime")
+            await self.send_serial(path, info, self.todo(info, "prime"), "prime")
         before = await self.scrape(info)
-        offsets = dict(zip((r["id"] for r in reqs), self.offsets(reqs)))
-        left = self.todo(info, reqs, MEASURE)
-        first = min((offsets[r["id"]] for r in left), default=0.0)
         start = time.perf_counter()
-        await dispatch(left, [offsets[r["id"]] - first for r in left], self.opts.max_concurrency,
-                       lambda req: self.send(path, info, req, MEASURE), self.hurry)
+        if self.workers:
+            await self.workers.measure(info)
+        else:
+            await dispatch(self.schedule(info), self.opts.max_concurrency,
+                           lambda req: self.send(path, info, req, MEASURE), self.hurry)
         info.duration_s = time.perf_counter() - start
         after = await self.scrape(info)
         if self.resume and info.index in self.resume.spans:
@@ -201,18 +258,18 @@ class Runner:
                                    "cover only its last part")
         elif before is not None and after is not None:
             try:
-                info.counters = counters.delta(before, after)
+                info.counters, info.replicas = self.servers.delta(before, after)
             except counters.CountersReset as exc:
                 info.counters_error = str(exc)
 
-    async def scrape(self, info: PassInfo) -> dict[str, float] | None:
-        """Settled counters, or None (with the reason in ``info``) on a stopped run or a
-        server that does not answer."""
+    async def scrape(self, info: PassInfo) -> dict[str, dict[str, float]] | None:
+        """Settled counters of every server, or None (with the reason in ``info``) on a
+        stopped run or a server that does not answer."""
         if self.stopped:
             info.counters_error = f"not scraped: {self.stopped}"
             return None
         try:
-            return await counters.settled_scrape(self.session, self.target.base_url)
+            return await self.servers.scrape()
         except BenchError as exc:
             info.counters_error = str(exc)
             await self.check_server()
@@ -239,22 +296,18 @@ class Runner:
                 await asyncio.sleep(1.0)
         self.stop(f"the server stopped answering (GET {url}: {why})")
 
-    async def write_layouts(self, path: RequestPath, info: PassInfo, reqs: list[dict],
+    async def write_layouts(self, path: RequestPath, info: PassInfo,
                             writer: RecordWriter) -> None:
-        """Render every prompt the pass sent (after it) and append the layouts."""
-        prompts = {req["id"]: tagged(req, info.tag) for req in reqs}
-        rendered = await render_layouts(self.session, path, prompts, self.target.block_size)
-        for request_id, shape in rendered.items():
-            writer.write({"pass": info.index, "request_id": request_id, **shape})
+        """Render every prompt the pass sent (after it) and append the layouts as they come."""
+        async def one(req: dict) -> None:
+            shape = await layout_render.layout_or_error(
+                self.session, path, tagged(req, info.tag), self.target.block_size)
+            writer.write({"pass": info.index, "request_id": req["id"], **shape})
 
-    def offsets(self, reqs: list[dict]) -> list[float]:
-        """Send times: the workload's own arrivals unless ``--rate`` is given."""
-        if self.opts.rate is None and all(r["arrival_s"] is not None for r in reqs):
-            return [r["arrival_s"] for r in reqs]
-        return arrival_offsets(len(reqs), self.opts.rate or math.inf, self.opts.burstiness,
-                               self.opts.seed)
+        await dispatch(((req, 0.0) for req in self.workload.requests()),
+                       layout_render.CONCURRENCY, one)
 
-    async def send_serial(self, path: RequestPath, info: PassInfo, reqs: list[dict],
+    async def send_serial(self, path: RequestPath, info: PassInfo, reqs: Iterable[dict],
                           phase: str) -> None:
         for req in reqs:
             await self.send(path, info, req, phase)
@@ -271,7 +324,8 @@ class Runner:
             "modality": modality_label(modalities), "oracle": req["oracle"]["expect"],
             "segment": self.segment, "start_s": round(time.perf_counter() - self.t0, 6),
         }
-        record.update(await self.exchange(path, tagged(req, info.tag), req["max_tokens"], salt))
+        record.update(await self.servers.served(
+            self.exchange(path, tagged(req, info.tag), req["max_tokens"], salt), record))
         record["end_s"] = round(time.perf_counter() - self.t0, 6)
         self.seq += 1
         record["seq"] = self.seq  # the order in which requests finished

@@ -6,7 +6,7 @@ only places that write and read ``records.jsonl``.
 
 from __future__ import annotations
 
-import json
+import asyncio
 import logging
 import os
 from collections.abc import Mapping
@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any, BinaryIO, TypedDict
+
+import orjson
 
 from bench.errors import BenchError
 
@@ -90,20 +92,29 @@ class PassInfo:
     duration_s: float = 0.0
     counters: dict = field(default_factory=dict)
     counters_error: str | None = None  # why ``counters`` is empty (not scraped, reset)
+    #: Behind a router: how requests were attributed and each replica's counter delta
+    #: (``bench.run.replicas.PerReplica.delta``); empty for a single server.
+    replicas: dict = field(default_factory=dict)
 
 
 class RecordWriter:
-    """Appends one JSON object per line to ``path``, flushed after each record.
+    """Appends one JSON object per line to ``path``; a context manager.
 
-    A flushed line survives the process being interrupted or killed (not a machine
-    crash: a disk sync per record would stall the event loop). Use as a context manager.
-    A partial last line left by an interrupted earlier run is
-    cut off when the file is opened, so appending never buries it mid-file.
+    With ``max_delay_s`` 0 every line is flushed as it is written. Above 0, inside an
+    event loop, lines are batched and flushed at most ``max_delay_s`` after the first of a
+    batch (one write call instead of one per request in the hot loop), and on exit. A
+    flushed line survives the process being interrupted or killed (a SIGKILL may lose the
+    last ``max_delay_s``; not a machine crash: a disk sync per line would stall the event
+    loop). A partial last line left by an interrupted earlier run is cut off when the file
+    is opened, so appending never buries it mid-file.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], max_delay_s: float = 0.0) -> None:
         self.path = Path(path)
+        self.max_delay_s = max_delay_s
         self._file: BinaryIO | None = None
+        self._batch: list[bytes] = []
+        self._timer: asyncio.TimerHandle | None = None
 
     def __enter__(self) -> RecordWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -112,11 +123,28 @@ class RecordWriter:
         return self
 
     def write(self, record: Mapping[str, Any]) -> None:
-        """Append ``record`` (a :class:`Record` or a :class:`LayoutLine`) as one line, flushed."""
+        """Append ``record`` (a :class:`Record` or a :class:`LayoutLine`) as one line."""
         if self._file is None:
             raise RuntimeError("RecordWriter.write outside its 'with' block")
-        self._file.write(json.dumps(record).encode("utf-8") + b"\n")
-        self._file.flush()
+        self._batch.append(orjson.dumps(record) + b"\n")
+        if self._timer is None and self.max_delay_s > 0:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                loop = None
+            if loop is not None:
+                self._timer = loop.call_later(self.max_delay_s, self.flush)
+                return
+        if self._timer is None:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the batch out (one system call)."""
+        self._timer = None
+        if self._batch and self._file is not None:
+            self._file.write(b"".join(self._batch))
+            self._file.flush()
+            self._batch.clear()
 
     def __exit__(
         self,
@@ -124,6 +152,9 @@ class RecordWriter:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self.flush()
         if self._file is not None:
             self._file.close()
             self._file = None
@@ -150,23 +181,23 @@ def read_records(path: str | os.PathLike[str]) -> list[Record]:
     object.
     """
     path = Path(path)
+    records = []
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, "rb") as fh:  # line by line: the file is never held whole
+            for number, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    record = orjson.loads(line)
+                except ValueError as exc:
+                    if not line.endswith(b"\n"):  # the last line, cut off mid-write
+                        log.warning("%s:%d: skipping truncated last line (interrupted run?)",
+                                    path, number)
+                        continue
+                    raise BenchError(f"{path}:{number}: corrupt record: {exc}") from exc
+                if not isinstance(record, dict):
+                    raise BenchError(f"{path}:{number}: record is not a JSON object")
+                records.append(record)
     except OSError as exc:
         raise BenchError(f"cannot read records file {path}: {exc}") from exc
-    lines = text.split("\n")
-    records = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError as exc:
-            if number == len(lines):  # no newline after it: the write was cut off
-                log.warning("%s:%d: skipping truncated last line (interrupted run?)", path, number)
-                continue
-            raise BenchError(f"{path}:{number}: corrupt record: {exc}") from exc
-        if not isinstance(record, dict):
-            raise BenchError(f"{path}:{number}: record is not a JSON object")
-        records.append(record)
     return records

@@ -53,8 +53,10 @@ def uuid_verdict(steps: dict[str, dict], cross: str) -> tuple[str, int, str | No
 
 
 def exit_code(isolation: dict) -> int:
-    """0: all isolated; 1: a leak (cell or uuid probe) or an under-hit; 2: could not run."""
-    verdicts = {j["verdict"] for j in [*isolation["cells"], *isolation.get("uuid_probe", [])]}
+    """0: all isolated; 1: a leak (cell, routed cell or uuid probe) or an under-hit; 2: could
+    not run."""
+    verdicts = {j["verdict"] for j in [*isolation["cells"], *isolation.get("routed", []),
+                                       *isolation.get("uuid_probe", [])]}
     if verdicts & {LEAK, UNDER_HIT}:
         return 1
     return 2 if ERROR in verdicts or not isolation["cells"] else 0

@@ -75,7 +75,9 @@ class Sent:
     """One request as it was sent and what came back."""
 
     id: int  # unique within the judged sequence (e.g. the record's seq)
-    salt: str | None  # a salt label or digest; None = no cache_salt
+    #: Which requests share a cache: a salt label or digest (None = no cache_salt); behind
+    #: a router, with the replica (bench.verdicts.replicas.cache_domain).
+    salt: Hashable
     layout: Layout | None  # None: unknown, neither judged nor a source
     start: float  # when the client started it (s, any common clock)
     first_token: float | None  # when its first token arrived (None if never)

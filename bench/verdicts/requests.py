@@ -12,6 +12,7 @@ summed apart, never netted.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Hashable
 
 from bench.paths import media_paths
 from bench.run.records import LayoutLine, Record
@@ -27,15 +28,32 @@ def full_hit_tokens(prompt_tokens: int, block_size: int) -> int:
     return max(prompt_tokens - 1, 0) // block_size * block_size
 
 
-def _sent(record: Record, shape: LayoutLine | None) -> pm.Sent:
+def behind_router(record: Record) -> bool:
+    """Whether the record comes from a run behind a router (it names a replica, or None)."""
+    return "replica" in record
+
+
+def cache_domain(record: Record) -> Hashable:
+    """Which requests can share cached blocks with this one: the same salt (behind a
+    router, on the same replica: each has its own cache)."""
+    if behind_router(record):
+        return (record["salt_digest"], record["replica"])
+    return record["salt_digest"]
+
+
+def to_sent(record: Record, shape: LayoutLine | None) -> pm.Sent:
+    """The cache model's view of a record and its rendered layout (none: unknown, as for a
+    request behind a router that no replica claims)."""
     layout = None
     if shape and "block_keys" in shape and (not record["ok"]
                                             or shape["n_tokens"] == record["prompt_tokens"]):
         layout = pm.Layout(shape["n_tokens"], tuple(shape["block_keys"]))
+    if behind_router(record) and record["replica"] is None:
+        layout = None
     first = None
     if record.get("ttft_ms") is not None:
         first = record["start_s"] + ((record.get("build_ms") or 0) + record["ttft_ms"]) / 1e3
-    return pm.Sent(id=record["seq"], salt=record["salt_digest"], layout=layout,
+    return pm.Sent(id=record["seq"], salt=cache_domain(record), layout=layout,
                    start=record["start_s"], first_token=first,
                    end=record["end_s"] if record["ok"] else None,
                    cached=record["cached_tokens"] if record["ok"] else None,
@@ -53,7 +71,7 @@ def judge_records(records: list[Record], layouts: list[LayoutLine], block_size: 
             by_pass.setdefault(r["pass"], []).append(r)  # type: ignore[typeddict-item]
     blocks: set[tuple[str | None, str]] = set()
     for index, recs in by_pass.items():
-        sent = [_sent(r, shapes.get((index, r["request_id"]))) for r in recs]
+        sent = [to_sent(r, shapes.get((index, r["request_id"]))) for r in recs]
         # A request without a layout could be the source of another's hit: judge none.
         complete = all(s.layout is not None for s in sent)
         judged = pm.judge(sent if complete else [], block_size)
@@ -77,7 +95,7 @@ def judge_records(records: list[Record], layouts: list[LayoutLine], block_size: 
         "groups": [{"path": k[0], "modality": k[1], "salt_mode": k[2], **_counts(g)}
                    for k, g in _groups(judged_recs).items()],
         "problems": [{k: r.get(k) for k in ("seq", "phase", "pass", "path", "salt_mode",
-                                            "request_id", "modality", "judgement",
+                                            "request_id", "modality", "replica", "judgement",
                                             "prompt_tokens", "cached_tokens", "cached_lower",
                                             "cached_upper")}
                      for r in problems[:MAX_LISTED]],
@@ -120,11 +138,12 @@ def oracle_agreement(records: list[Record], primed: bool, block_size: int) -> di
 
     Compared on the salted passes of the paths that carry media (the oracle keys media by
     content; the token path drops media), on the first traversal of the workload
-    (``prime`` if primed, else ``measure``), where the model's expectation is exact.
+    (``prime`` if primed, else ``measure``), where the model's expectation is exact. Not
+    behind a router: the oracle knows one cache, not where the router sends requests.
     """
     first = "prime" if primed else MEASURE
     compared = [(r, expectation(r, block_size)) for r in records
-                if r["phase"] == first and r["salt_mode"] == "salted"
+                if r["phase"] == first and r["salt_mode"] == "salted" and not behind_router(r)
                 and r["path"] in media_paths() and r.get("oracle") in (FULL, NONE)]
     compared = [(r, e) for r, e in compared if e is not None]
     disagree = [{"path": r["path"], "request_id": r["request_id"], "oracle": r["oracle"],

@@ -39,6 +39,23 @@ def failure_totals(passes: list[dict]) -> dict[str, int]:
     return {kind: n for kind, n in totals.items() if n}
 
 
+def replica_problems(results: dict) -> list[str]:
+    """Why a run behind a router should fail a CI step: requests no replica claims, and
+    replica counters that disagree with the requests served there."""
+    section = results.get("replicas")
+    if not section:
+        return []
+    out = []
+    if unknown := sum(p["unattributed"] for p in section["passes"]):
+        out.append(f"{unknown} measured request(s) could not be attributed to a replica")
+    disagree = [f"{p['path']}/{p['salt_mode']} on {name}" for p in section["passes"]
+                for name, c in p["per_replica"].items() if c["agree"] is False]
+    if disagree:
+        out.append("replica counters disagree with the requests served there: "
+                   + ", ".join(disagree))
+    return out
+
+
 def problems(results: dict) -> list[str]:
     """Why a run should fail a CI step: failed requests, leaks and under-hits, counters
     that disagree with the requests, paths that disagree on a prompt, an interruption."""
@@ -66,6 +83,7 @@ def problems(results: dict) -> list[str]:
     oracle = results.get("oracle", {})
     if disagree := oracle.get("compared", 0) - oracle.get("agreed", 0):
         out.append(f"the workload oracle disagrees on {disagree} request(s)")
+    out += replica_problems(results)
     if results["interrupted"]:
         out.append("the run was interrupted")
     if results.get("stopped"):

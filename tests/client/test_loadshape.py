@@ -67,7 +67,7 @@ def test_dispatch_respects_max_concurrency_and_offsets():
 
     async def go() -> float:
         t0 = asyncio.get_running_loop().time()
-        await dispatch(list(range(12)), [0.0] * 10 + [0.2, 0.2], 3, tracker.send)
+        await dispatch(zip(range(12), [0.0] * 10 + [0.2, 0.2]), 3, tracker.send)
         return t0
 
     t0 = asyncio.run(go())
@@ -77,8 +77,26 @@ def test_dispatch_respects_max_concurrency_and_offsets():
 
 def test_dispatch_unlimited_runs_all_at_once():
     tracker = InFlight()
-    asyncio.run(dispatch(list(range(20)), [0.0] * 20, None, tracker.send))
+    asyncio.run(dispatch(((i, 0.0) for i in range(20)), None, tracker.send))
     assert tracker.peak == 20
+
+
+def test_dispatch_holds_only_the_sends_in_flight():
+    """A long schedule is consumed as it goes: tasks exist for the sends in flight only."""
+    consumed, most_tasks = [], [0]
+
+    def schedule():
+        for i in range(5000):
+            consumed.append(i)
+            yield i, 0.0
+
+    async def send(item: int) -> None:
+        most_tasks[0] = max(most_tasks[0], len(asyncio.all_tasks()))
+        assert len(consumed) <= item + 5  # not read far ahead
+        await asyncio.sleep(0)
+
+    asyncio.run(dispatch(schedule(), 4, send))
+    assert len(consumed) == 5000 and most_tasks[0] <= 4 + 1  # + the dispatcher
 
 
 def test_dispatch_cancellation_cancels_in_flight_sends():
@@ -92,7 +110,7 @@ def test_dispatch_cancellation_cancels_in_flight_sends():
             raise
 
     async def go() -> None:
-        task = asyncio.create_task(dispatch([1, 2, 3], [0.0, 0.0, 5.0], None, send))
+        task = asyncio.create_task(dispatch(zip([1, 2, 3], [0.0, 0.0, 5.0]), None, send))
         await asyncio.sleep(0.05)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):

@@ -59,3 +59,22 @@ def test_corrupt_complete_last_line_raises(tmp_path):
 def test_missing_file_raises_bench_error(tmp_path):
     with pytest.raises(BenchError, match="nope.jsonl"):
         read_records(tmp_path / "nope.jsonl")
+
+
+def test_batched_writes_reach_the_file_within_their_delay_and_on_exit(tmp_path) -> None:
+    import asyncio
+
+    path = tmp_path / "records.jsonl"
+
+    async def go() -> tuple[int, int, int]:
+        with RecordWriter(path, max_delay_s=0.05) as writer:
+            for i in range(100):
+                writer.write({"i": i})
+            right_away = path.read_text().count("\n")
+            await asyncio.sleep(0.1)
+            after_delay = path.read_text().count("\n")
+            writer.write({"i": 100})
+        return right_away, after_delay, path.read_text().count("\n")
+
+    assert asyncio.run(go()) == (0, 100, 101)
+    assert [r["i"] for r in read_records(path)] == list(range(101))
