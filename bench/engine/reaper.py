@@ -24,8 +24,9 @@ def _watch_parent(group: int) -> None:
     os.killpg(group, signal.SIGKILL)
 
 
-def _die_with_reaper() -> None:
-    """In CMD: SIGKILL if the reaper itself is killed (Linux only)."""
+def die_with_parent() -> None:
+    """In a child process: SIGKILL when its parent dies, however it dies (Linux only; a
+    no-op elsewhere). SIGKILL because a server with open connections can sit on SIGTERM."""
     try:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except OSError:
@@ -35,7 +36,7 @@ def _die_with_reaper() -> None:
 def main(argv: list[str]) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: None)  # the group gets it; CMD decides
-    child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, preexec_fn=_die_with_reaper)
+    child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
     threading.Thread(target=_watch_parent, args=(os.getpgrp(),), daemon=True).start()
     return child.wait()
 

@@ -11,8 +11,6 @@ stay in the main process. Workers die with the main process (PR_SET_PDEATHSIG).
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import ctypes
 import multiprocessing
 import multiprocessing.pool
 import signal
@@ -20,6 +18,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bench.engine.reaper import die_with_parent
 from bench.outputs import RECORDS_FILE
 from bench.run.records import PassInfo, RecordWriter, read_records
 
@@ -33,8 +32,7 @@ LEAD_S = 0.5
 def _init() -> None:
     """In each worker: killed with the main process; Ctrl-C is the main process's to handle."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    with contextlib.suppress(OSError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    die_with_parent()
 
 
 class Workers:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import signal
 import subprocess
@@ -11,14 +10,9 @@ import sys
 import tempfile
 import time
 
+from bench.engine.reaper import die_with_parent
 from bench.engine.server import free_port, http_ok
 from bench.errors import BenchError
-
-
-def _killed_with_parent() -> None:
-    """In the child: SIGKILL when the parent dies, however it dies (Linux only)."""
-    with contextlib.suppress(OSError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 class ZeroWorkServer:
@@ -44,7 +38,7 @@ class ZeroWorkServer:
     def start(self) -> None:
         self.proc = subprocess.Popen(self.command, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL, stderr=self._stderr,
-                                     start_new_session=True, preexec_fn=_killed_with_parent)
+                                     start_new_session=True, preexec_fn=die_with_parent)
         deadline = time.monotonic() + self.start_timeout_s
         try:
             while not http_ok(f"{self.url}/health", timeout_s=1.0):
