@@ -15,7 +15,7 @@ Schema (``schema_version`` = :data:`bench.SCHEMA_VERSION`)::
      "spread": [{"path", "modality", "salt_mode", "repetitions",
                  "metrics": {name: {"mean", "cv"}}}]  (bench.registry names; --repeat >= 2),
      "judgements": {"counts", "groups", "problems", "eviction_possible", ...}
-         (bench.verdicts.requests.judge_records),
+         (bench.verdicts.requests.Judgements),
      "replicas": behind a router, per pass and per path x salt mode: requests and counters
          per replica, load, routing affinity and misdirection (bench.verdicts.replicas);
          null for a single server,
@@ -38,10 +38,10 @@ from bench.metrics import aggregate, aggregate_groups, group_by
 from bench.outputs import RESULTS_KIND
 from bench.registry import METRICS
 from bench.run import counters
-from bench.run.records import LayoutLine, PassInfo, Record
-from bench.verdicts.replicas import replica_section
-from bench.verdicts.requests import judge_records, oracle_agreement
-from bench.verdicts.runs import counters_agree, prompt_token_mismatches
+from bench.run.records import PassInfo, PassLines, Record
+from bench.verdicts.replicas import replica_pass, replica_section
+from bench.verdicts.requests import Judgements, add_agreement, oracle_agreement
+from bench.verdicts.runs import PromptTokens, counters_agree
 from bench.vocab import FAILURES, MEASURE
 
 GROUP_KEYS = ("path", "modality", "salt_mode")
@@ -103,31 +103,44 @@ def spread(groups: list[dict]) -> list[dict]:
     return out
 
 
-def build_results(run_id: str, metadata: dict, passes: list[PassInfo], records: list[Record],
-                  layouts: list[LayoutLine], interrupted: bool,
+def build_results(run_id: str, metadata: dict, passes: list[PassInfo], records: PassLines,
+                  layouts: PassLines, interrupted: bool,
                   unavailable: dict[str, str] | None = None, stopped: str | None = None) -> dict:
-    """The results document; judges (and annotates) every record first."""
+    """The results document, one pass at a time: each pass's records are read, judged
+    (and annotated), summarised and let go before the next."""
     target = metadata.get("target", {})
     block_size = target.get("block_size")
-    judgements = judge_records(records, layouts, block_size,
-                               (target.get("cache_config") or {}).get("num_gpu_blocks"))
-    measured = [r for r in records if r["phase"] == MEASURE]
-    by_pass = group_by(measured, ("pass",))
-    # A group's throughput is its share of its own pass's duration.
-    groups = [{**row, "repetition": p.repetition} for p in passes
-              for row in aggregate_groups(by_pass.get((p.index,), []), GROUP_KEYS, p.duration_s)]
+    judgements = Judgements(block_size, (target.get("cache_config") or {}).get("num_gpu_blocks"))
+    primed = bool(metadata.get("options", {}).get("prime"))
+    prompt_tokens = PromptTokens()
+    oracle = {"compared": 0, "agreed": 0, "disagreements": []}
+    infos = {p.index: p for p in passes}
+    summaries, groups, replica_rows = [], [], []
+    for index in sorted(infos.keys() | set(records.indices())):
+        recs = records.read(index)
+        shapes = layouts.read(index)
+        judgements.add_pass(recs, shapes)
+        prompt_tokens.add(recs)
+        oracle = add_agreement(oracle, oracle_agreement(recs, primed, block_size))
+        if (info := infos.get(index)) is None:
+            continue
+        measured = [r for r in recs if r["phase"] == MEASURE]
+        summaries.append(pass_summary(info, measured))
+        # A group's throughput is its share of its own pass's duration.
+        groups += [{**row, "repetition": info.repetition}
+                   for row in aggregate_groups(measured, GROUP_KEYS, info.duration_s)]
+        replica_rows.append(replica_pass(info, recs, shapes, block_size))
     return {
         "schema_version": SCHEMA_VERSION, "kind": RESULTS_KIND, "run_id": run_id,
         "interrupted": interrupted, "stopped": stopped, "metadata": metadata,
         "unavailable": unavailable or {},
-        "passes": [pass_summary(p, by_pass.get((p.index,), [])) for p in passes],
+        "passes": summaries,
         "groups": groups,
         "spread": spread(groups),
-        "judgements": judgements,
-        "replicas": replica_section(passes, records, layouts, block_size),
-        "prompt_token_mismatches": prompt_token_mismatches(records),
-        "oracle": oracle_agreement(records, bool(metadata.get("options", {}).get("prime")),
-                                   block_size),
+        "judgements": judgements.summary(),
+        "replicas": replica_section(replica_rows),
+        "prompt_token_mismatches": prompt_tokens.mismatches(),
+        "oracle": oracle,
     }
 
 

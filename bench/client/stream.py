@@ -2,8 +2,9 @@
 
 The timing copies ``async_request_openai_chat_completions`` in
 ``vllm/benchmarks/lib/endpoint_request_func.py``: the clock starts just before the
-request is sent; a token event is stamped when its SSE message is complete (before
-JSON decoding); the first token event gives TTFT, each later one an ITL gap; E2EL ends
+request is sent; a token event is stamped when the bytes that complete its SSE message
+arrive (vLLM stamps it after reading them, before JSON decoding: the same moment, less its
+own delay in getting round to them); the first token event gives TTFT, each later one an ITL gap; E2EL ends
 at the last *token* event, so the trailing usage chunk and ``[DONE]`` do not count.
 An optional second rule, ``carries_tokens``, times the gaps between events that carry
 generated text or token ids only (chat's role-only first chunk is a token event for vLLM's
@@ -12,21 +13,20 @@ rule but carries no token), so that paths compare like with like.
 
 from __future__ import annotations
 
-import asyncio
 import codecs
 import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from typing import Any
 
-import aiohttp
 import orjson
 
+from bench.client.connections import Reply, current
 from bench.vocab import Failure
 
 DONE = "[DONE]"
-JSON_HEADERS = {"Content-Type": "application/json"}
 MAX_ERROR_CHARS = 500
 #: Default seconds to open a connection (``--connect-timeout``).
 CONNECT_TIMEOUT_S = 30.0
@@ -90,28 +90,26 @@ def _error_message(body: Any) -> str | None:
     return str(error)
 
 
-async def _http_error(response: aiohttp.ClientResponse, first: bytes) -> tuple[str, str]:
+def _http_error(reply: Reply) -> tuple[str, str]:
     """A non-200 reply's failure kind and its status with vLLM's message (or the body as
-    text, on one line) or the reason phrase; ``first`` is the body already read."""
-    text = (first + await response.content.read()).decode("utf-8", errors="replace")
+    text, on one line) or the reason phrase."""
+    text = reply.body.decode("utf-8", errors="replace")
     try:
         message = _error_message(json.loads(text)) or text
     except ValueError:
         message = text
-    message = " ".join(message.split()) or response.reason or "empty body"
-    status = response.status
+    status = reply.status
+    message = " ".join(message.split()) or _reason(status)
     kind = (Failure.HTTP_5XX if status >= 500 else Failure.HTTP_4XX if status >= 400
             else Failure.MALFORMED)
     return kind, f"HTTP {status}: {message[:MAX_ERROR_CHARS]}"
 
 
-def _transport_failure(exc: Exception) -> str:
-    """The failure kind of an exception raised while sending or reading (not a timeout)."""
-    if isinstance(exc, (aiohttp.ClientConnectorError, aiohttp.InvalidURL)):
-        return Failure.CONNECT
-    if isinstance(exc, (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, OSError)):
-        return Failure.RESET
-    return Failure.MALFORMED  # e.g. an invalid HTTP reply, bytes that are not UTF-8
+def _reason(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "empty body"
 
 
 class _EventTimer:
@@ -127,11 +125,11 @@ class _EventTimer:
         self.failure: str | None = None
         self.error: str | None = None
 
-    def handle(self, payloads: list[str]) -> None:
-        """Process event payloads; anything after ``[DONE]`` or a failure is ignored."""
+    def handle(self, payloads: list[str], timestamp: float) -> None:
+        """Process event payloads completed by bytes that arrived at ``timestamp``;
+        anything after ``[DONE]`` or a failure is ignored."""
         result = self.result
         for data in payloads:
-            timestamp = time.perf_counter()
             if self.done or self.failure is not None:
                 return
             if data == DONE:
@@ -164,7 +162,7 @@ class _EventTimer:
         """End of stream: a last event without its blank line counts only if it is
         ``[DONE]``; anything else there was cut off."""
         if tail == [DONE]:
-            self.handle(tail)
+            self.handle(tail, self.most_recent_timestamp)
         elif tail:
             self.cut = True
 
@@ -191,20 +189,7 @@ def _decode_event(data: str, number: int) -> dict:
     return event
 
 
-async def _open(session: aiohttp.ClientSession, url: str, body: dict,
-                timeout: aiohttp.ClientTimeout) -> tuple[aiohttp.ClientResponse, bytes]:
-    """Send, then wait for the first bytes of the response body (``b""`` if it is empty)."""
-    response = await session.post(url, data=orjson.dumps(body), timeout=timeout,
-                                  headers=JSON_HEADERS)
-    try:
-        return response, await response.content.readany()
-    except BaseException:
-        response.release()
-        raise
-
-
 async def post_stream(
-    session: aiohttp.ClientSession,
     url: str,
     body: dict,
     *,
@@ -214,7 +199,9 @@ async def post_stream(
     first_byte_timeout_s: float | None = None,
     carries_tokens: Callable[[dict], bool] | None = None,
 ) -> StreamResult:
-    """POST ``body`` as JSON to ``url`` and time its SSE reply; never raises but on cancellation.
+    """POST ``body`` as JSON to ``url`` on the connections of the enclosing
+    :func:`bench.client.connections.streaming` scope and time its SSE reply; never raises
+    but on cancellation.
 
     ``is_token_event(event)`` returns how many generated tokens an event carries; events
     with a positive count are the ones timed. ``usage`` comes from the last event whose
@@ -227,40 +214,34 @@ async def post_stream(
     """
     result = StreamResult(start_s=time.perf_counter())
     timer = _EventTimer(result, is_token_event, carries_tokens)
-    opening = _open(session, url, body,
-                    aiohttp.ClientTimeout(total=timeout_s, sock_connect=connect_timeout_s))
-    opened = False
-    try:
-        response, chunk = await (opening if first_byte_timeout_s is None
-                                 else asyncio.wait_for(opening, first_byte_timeout_s))
-        opened = True
-        async with response:
-            result.status = response.status
-            if response.status != 200:
-                result.failure, result.error = await _http_error(response, chunk)
-            else:
-                decoder = SseDecoder()
-                while chunk and timer.failure is None:
-                    timer.handle(decoder.feed(chunk))
-                    chunk = await response.content.readany()
-                if timer.failure is None:
-                    timer.finish(decoder.close())
-                result.failure, result.error = timer.verdict()
-    except Exception as exc:  # noqa: BLE001 - every failure becomes a failed result
+    decoder = SseDecoder()
+
+    def sink(chunk: bytes, arrived: float) -> bool:
+        try:
+            timer.handle(decoder.feed(chunk), arrived)
+        except UnicodeDecodeError as exc:
+            timer.failure, timer.error = Failure.MALFORMED, f"stream is not UTF-8: {exc}"
+        return timer.failure is None
+
+    reply = await current().post(url, orjson.dumps(body), sink, timeout_s=timeout_s,
+                                 connect_timeout_s=connect_timeout_s,
+                                 first_byte_timeout_s=first_byte_timeout_s,
+                                 start=result.start_s)
+    result.status = reply.status
+    if reply.failure is not None and timer.failure is None:
         elapsed = time.perf_counter() - result.start_s
-        if isinstance(exc, aiohttp.ConnectionTimeoutError):
-            result.failure = Failure.TIMEOUT_CONNECT
-            what = f"connect timeout after {connect_timeout_s:g} s"
-        elif (isinstance(exc, asyncio.TimeoutError) and not opened
-              and first_byte_timeout_s is not None and elapsed >= first_byte_timeout_s):
-            result.failure = Failure.TIMEOUT_FIRST_BYTE
-            what = f"first-byte timeout after {first_byte_timeout_s:g} s"
-        elif isinstance(exc, asyncio.TimeoutError):
-            result.failure, what = Failure.TIMEOUT_TOTAL, f"timeout after {timeout_s:g} s"
-        else:
-            result.failure = _transport_failure(exc)
-            what = f"{type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS]
-        result.error = f"{what} ({result.n_events} events received, elapsed {elapsed:.3f} s)"
+        result.failure = reply.failure
+        result.error = (f"{reply.error} ({result.n_events} events received, "
+                        f"elapsed {elapsed:.3f} s)")[:MAX_ERROR_CHARS + 60]
+    elif reply.status != 200:
+        result.failure, result.error = _http_error(reply)
+    else:
+        if timer.failure is None and not timer.done:
+            try:
+                timer.finish(decoder.close())
+            except UnicodeDecodeError as exc:
+                timer.failure, timer.error = Failure.MALFORMED, f"stream is not UTF-8: {exc}"
+        result.failure, result.error = timer.verdict()
     if result.ttft_s is not None:
         result.e2el_s = timer.most_recent_timestamp - result.start_s
     result.ok = result.failure is None

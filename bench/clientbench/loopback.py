@@ -21,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bench import aio
+
 
 class Stream:
     """One keep-alive connection that sends requests and times their event streams."""
@@ -108,12 +110,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     bodies = [line.encode() for line in args.bodies.read_text().splitlines() if line.strip()]
-    try:
-        import uvloop
-        runner = uvloop.run
-    except ImportError:
-        runner = asyncio.run
-    result = runner(run(args.url, bodies, args.concurrency, args.requests))
+    result = aio.run(run(args.url, bodies, args.concurrency, args.requests))
     args.out.write_text(json.dumps(result, indent=2))
 
 

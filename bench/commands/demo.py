@@ -6,7 +6,6 @@ salt; the isolation verdicts; and a report with charts under reports/<run-id>/.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import secrets
 import shutil
 import time
@@ -15,8 +14,9 @@ from pathlib import Path
 import aiohttp
 from rich.console import Console
 
-from bench import salts
+from bench import aio, salts
 from bench.cachedirs import cache_dir
+from bench.client.connections import streaming
 from bench.engine.target import Target, open_target
 from bench.isolation.experiment import IsolationOptions, isolate
 from bench.isolation.probe import prompt
@@ -51,7 +51,8 @@ async def salt_sequence(target: Target, media_root: Path) -> list[dict]:
     """Per modality, one chat request sent unsalted twice, with salt A twice, then salt B."""
     rows = []
     seq = [("none", None), ("none", None), ("A", "a"), ("A", "a"), ("B", "b")]
-    async with aiohttp.ClientSession(headers=target.headers) as session:
+    async with aiohttp.ClientSession(headers=target.headers) as session, \
+            streaming(target.headers):
         for modality in MEDIA_MODALITIES:
             item = probe_media(modality, f"{modality}-demo", media_root)  # never sent before
             ctx = PathContext(target.base_url, target.model, {item.id: item}, MediaUrls("data"),
@@ -85,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     with open_target(args, console) as target:
         media_root = cache_dir("probe-media") / run_id
         try:
-            rows = asyncio.run(salt_sequence(target, media_root))
+            rows = aio.run(salt_sequence(target, media_root))
         finally:
             shutil.rmtree(media_root, ignore_errors=True)
         out_console.print(to_rich(sequence_table(rows)))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import random
 import shutil
 import time
@@ -13,8 +12,9 @@ from pathlib import Path
 import aiohttp
 from rich.console import Console
 
-from bench import SCHEMA_VERSION
+from bench import SCHEMA_VERSION, aio
 from bench.cachedirs import cache_dir
+from bench.client.connections import streaming
 from bench.docio import write_json
 from bench.engine.target import Target
 from bench.isolation.cells import run_cell
@@ -132,7 +132,8 @@ async def run_isolation(target: Target, opts: IsolationOptions, run_id: str,
 async def _experiments(target: Target, opts: IsolationOptions, ctx: PathContext,
                        media: _Media, paths: dict[str, RequestPath], result: dict,
                        tick: Callable[[], None]) -> None:
-    async with aiohttp.ClientSession(headers=target.headers) as session:
+    async with aiohttp.ClientSession(headers=target.headers) as session, \
+            streaming(target.headers):
         for name, modality in cells_of(opts):
             media_id = None if modality == "text" else media.fresh(modality, "cell")
             await _warm(session, paths[name], modality, media, opts.timeout_s)
@@ -185,7 +186,7 @@ def isolate(target: Target, opts: IsolationOptions, out_dir: Path, run_id: str,
     out_dir.mkdir(parents=True, exist_ok=True)
     total = total_steps(opts) + replica_steps(target, len(cells_of(opts)))
     with progress_bar(console, "isolation", total) as progress:
-        return asyncio.run(run_isolation(target, opts, run_id, out_dir / ISOLATION_FILE,
+        return aio.run(run_isolation(target, opts, run_id, out_dir / ISOLATION_FILE,
                                          {**base_metadata(), "target": target.metadata},
                                          progress))
 

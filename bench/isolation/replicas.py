@@ -27,7 +27,7 @@ from bench.isolation.probe import nonce, prompt
 from bench.paths import make_paths
 from bench.paths.base import PathContext, RequestPath
 from bench.run.exchange import exchange
-from bench.run.replicas import PerReplica, trace_config
+from bench.run.replicas import PerReplica
 from bench.verdicts.requests import full_hit_tokens
 from bench.vocab import ERROR, ISOLATED, LEAK, UNDER_HIT
 
@@ -146,8 +146,7 @@ async def replica_experiments(session: aiohttp.ClientSession, target: Target, ct
     result["cells"] += await direct_cells(session, target, ctx, cells, drop_salt_on, fresh,
                                           warm, tick)
     names = sorted({p for p, _ in cells})
-    async with aiohttp.ClientSession(headers=target.headers,
-                                     trace_configs=[trace_config()]) as routed_session:
+    async with aiohttp.ClientSession(headers=target.headers) as routed_session:
         servers = PerReplica(target, routed_session, serial=True)
         paths = replica_paths(ctx, target.base_url, names, drop_salt_on)
         for name, modality in cells:

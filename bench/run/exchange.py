@@ -50,7 +50,7 @@ async def exchange(session: aiohttp.ClientSession, path: RequestPath, messages: 
         return failed_exchange(Failure.BUILD, _scrub(error, salt),
                                build_ms=_ms(time.perf_counter() - started))
     build_s = time.perf_counter() - started
-    result = await post_stream(session, url, body, timeout_s=timeout_s,
+    result = await post_stream(url, body, timeout_s=timeout_s,
                                connect_timeout_s=connect_timeout_s,
                                first_byte_timeout_s=first_byte_timeout_s,
                                is_token_event=is_token_event, carries_tokens=carries_tokens)

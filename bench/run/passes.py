@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import itertools
 import logging
 import math
@@ -29,6 +30,7 @@ import aiohttp
 from rich.progress import Progress
 
 from bench import SCHEMA_VERSION, salts
+from bench.client.connections import streaming
 from bench.client.loadshape import arrival_offsets, dispatch
 from bench.client.stream import CONNECT_TIMEOUT_S
 from bench.engine.target import Target
@@ -47,7 +49,7 @@ from bench.run import counters
 from bench.run import layouts as layout_render
 from bench.run.exchange import exchange, failed_exchange
 from bench.run.records import Exchange, PassInfo, Record, RecordWriter
-from bench.run.replicas import PerReplica, trace_config
+from bench.run.replicas import PerReplica
 from bench.run.workers import Workers
 from bench.vocab import MEASURE, SALT_MODES, Failure
 from bench.workload import Workload
@@ -147,10 +149,8 @@ class Runner:
     async def open_session(self) -> AsyncIterator[None]:
         """The HTTP session every request of this process goes through."""
         connector = aiohttp.TCPConnector(limit=0, force_close=False)
-        # Response headers are traced behind a router only (a trace costs every request).
-        traces = [trace_config()] if self.target.replicas else None
-        async with aiohttp.ClientSession(connector=connector, headers=self.target.headers,
-                                         trace_configs=traces) as session:
+        async with aiohttp.ClientSession(connector=connector, headers=self.target.headers
+                                         ) as session, streaming(self.target.headers):
             self.session = session
             self.servers = PerReplica(self.target, session, self.opts.max_concurrency == 1)
             yield
@@ -244,13 +244,17 @@ class Runner:
         if self.opts.prime and not self.stopped:
             await self.send_serial(path, info, self.todo(info, "prime"), "prime")
         before = await self.scrape(info)
+        gc.freeze()  # no collection pauses in the pass to scan what lives through it
         start = time.perf_counter()
-        if self.workers:
-            await self.workers.measure(info)
-        else:
-            await dispatch(self.schedule(info), self.opts.max_concurrency,
-                           lambda req: self.send(path, info, req, MEASURE), self.hurry)
-        info.duration_s = time.perf_counter() - start
+        try:
+            if self.workers:
+                await self.workers.measure(info)
+            else:
+                await dispatch(self.schedule(info), self.opts.max_concurrency,
+                               lambda req: self.send(path, info, req, MEASURE), self.hurry)
+        finally:
+            info.duration_s = time.perf_counter() - start
+            gc.unfreeze()
         after = await self.scrape(info)
         if self.resume and info.index in self.resume.spans:
             info.duration_s += self.resume.spans[info.index]

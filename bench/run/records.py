@@ -1,7 +1,7 @@
 """Per-request records as JSON Lines, written so that a killed run keeps every finished one.
 
-:class:`Record` lists every field; :class:`RecordWriter` and :func:`read_records` are the
-only places that write and read ``records.jsonl``.
+:class:`Record` lists every field; :class:`RecordWriter` writes ``records.jsonl``,
+:func:`read_records` and :class:`PassLines` (a pass at a time) read it.
 """
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Mapping
+from array import array
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -174,17 +175,15 @@ def _drop_partial_last_line(file: BinaryIO, path: Path) -> None:
     file.seek(0, os.SEEK_END)
 
 
-def read_records(path: str | os.PathLike[str]) -> list[Record]:
-    """Read a records file; skip a truncated last line with a warning.
-
-    Raises ``BenchError`` naming the file and line for any other line that is not a JSON
-    object.
-    """
-    path = Path(path)
-    records = []
+def _lines(path: Path) -> Iterator[tuple[int, dict]]:
+    """``(offset, object)`` of each line of a records file, read line by line; a truncated
+    last line is skipped with a warning, any other line that is not a JSON object raises
+    ``BenchError`` naming the file and line."""
     try:
-        with open(path, "rb") as fh:  # line by line: the file is never held whole
+        with open(path, "rb") as fh:
+            offset = 0
             for number, line in enumerate(fh, start=1):
+                start, offset = offset, offset + len(line)
                 if not line.strip():
                     continue
                 try:
@@ -197,7 +196,36 @@ def read_records(path: str | os.PathLike[str]) -> list[Record]:
                     raise BenchError(f"{path}:{number}: corrupt record: {exc}") from exc
                 if not isinstance(record, dict):
                     raise BenchError(f"{path}:{number}: record is not a JSON object")
-                records.append(record)
+                yield start, record
     except OSError as exc:
         raise BenchError(f"cannot read records file {path}: {exc}") from exc
-    return records
+
+
+def read_records(path: str | os.PathLike[str]) -> list[Record]:
+    """Read a records file (see :func:`_lines` for what is skipped and what raises)."""
+    return [record for _, record in _lines(Path(path))]  # type: ignore[misc]
+
+
+class PassLines:
+    """The lines of a records or layouts file by pass, read one pass at a time: only each
+    line's offset is kept, so memory is bounded by the largest pass, not the run."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._offsets: dict[int, array] = {}
+        if self.path.exists():
+            for offset, line in _lines(self.path):
+                self._offsets.setdefault(line["pass"], array("q")).append(offset)
+
+    def indices(self) -> list[int]:
+        """The passes that have lines, in order."""
+        return sorted(self._offsets)
+
+    def read(self, index: int) -> list[dict]:
+        """The lines of pass ``index``, in file order."""
+        out = []
+        with open(self.path, "rb") as fh:
+            for offset in self._offsets.get(index, ()):
+                fh.seek(offset)
+                out.append(orjson.loads(fh.readline()))
+        return out

@@ -12,12 +12,12 @@ says, and requests are sent one at a time, the replica whose
 from __future__ import annotations
 
 import asyncio
-import contextvars
 from collections.abc import Awaitable
 from urllib.parse import urlsplit
 
 import aiohttp
 
+from bench.client.connections import seen_headers
 from bench.engine.target import Target
 from bench.errors import BenchError
 from bench.run import counters
@@ -29,24 +29,6 @@ URL_HEADER = "x-vllm-router-worker"
 SUCCESS = "vllm:request_success_total"
 #: How the replicas were told apart (``Attribution.method``).
 BY_HEADER, BY_COUNTERS, UNKNOWN = "response-header", "counters-serial", "unknown"
-
-#: The responses of the request in flight in this task (see :func:`trace_config`).
-_responses: contextvars.ContextVar[list | None] = contextvars.ContextVar(
-    "saltbench_responses", default=None)
-
-
-def trace_config() -> aiohttp.TraceConfig:
-    """An aiohttp trace that keeps every response's headers for :class:`Attribution`."""
-    async def on_end(session: aiohttp.ClientSession, ctx: object,
-                     params: aiohttp.TraceRequestEndParams) -> None:
-        seen = _responses.get()
-        if seen is not None:
-            seen.append(params.response.headers)
-
-    trace = aiohttp.TraceConfig()
-    trace.on_request_end.append(on_end)
-    return trace
-
 
 async def scrape_servers(session: aiohttp.ClientSession,
                          target: Target) -> dict[str, dict[str, float]]:
@@ -115,11 +97,11 @@ class PerReplica:
         by_counters = self.serial and self.method in (None, BY_COUNTERS)
         before = await self._successes() if by_counters else None
         responses: list = []
-        token = _responses.set(responses)
+        token = seen_headers.set(responses)
         try:
             out = await sending
         finally:
-            _responses.reset(token)
+            seen_headers.reset(token)
         replica = self._from_headers(responses)
         if self.method is None and responses:
             self.method = BY_HEADER if replica else BY_COUNTERS if self.serial else UNKNOWN

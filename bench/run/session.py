@@ -6,13 +6,13 @@ also when the run is interrupted or fails, from whatever was recorded.
 
 from __future__ import annotations
 
-import asyncio
 import math
 from dataclasses import asdict, replace
 from pathlib import Path
 
 from rich.console import Console
 
+from bench import aio
 from bench.engine.target import Target
 from bench.errors import BenchError
 from bench.metadata import base_metadata
@@ -21,7 +21,7 @@ from bench.paths import unavailable_paths
 from bench.progress import progress_bar
 from bench.results import build_results, write_results
 from bench.run.passes import Runner, RunOptions
-from bench.run.records import read_records
+from bench.run.records import PassLines
 from bench.run.resume import Resume, check_target, prepare
 from bench.run.secret import create_secret
 from bench.workload import Workload
@@ -69,10 +69,8 @@ def run_benchmark(target: Target, workload: Workload, opts: RunOptions, out_dir:
     opts = replace(opts, paths=[p for p in opts.paths if p not in unavailable])
 
     def save(passes: list, interrupted: bool, stopped: str | None) -> dict:
-        records = read_records(records_path) if records_path.exists() else []
-        layouts = read_records(layouts_path) if layouts_path.exists() else []
-        results = build_results(run_id, metadata, passes, records, layouts, interrupted,
-                                unavailable, stopped)
+        results = build_results(run_id, metadata, passes, PassLines(records_path),
+                                PassLines(layouts_path), interrupted, unavailable, stopped)
         write_results(out_dir / RESULTS_FILE, results)
         return results
 
@@ -85,7 +83,7 @@ def run_benchmark(target: Target, workload: Workload, opts: RunOptions, out_dir:
         runner = Runner(target, workload, opts, out_dir, run_id, secret, progress, resume)
         interrupted = True
         try:
-            asyncio.run(runner.run())
+            aio.run(runner.run())
             interrupted = False
         finally:
             results = save(runner.passes, interrupted, runner.stopped)

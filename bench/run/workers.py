@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bench import aio
 from bench.engine.reaper import die_with_parent
 from bench.outputs import RECORDS_FILE
 from bench.run.records import PassInfo, RecordWriter, read_records
@@ -103,4 +104,4 @@ def _worker(state: dict, info: PassInfo, worker: int, start: float, part: Path) 
     runner = Runner.__new__(Runner)
     vars(runner).update(state, hurry=asyncio.Event(), _health=None, progress=None)
     with RecordWriter(part, RECORD_DELAY_S) as runner.writer:
-        return asyncio.run(runner.measure_share(info, worker, start))
+        return aio.run(runner.measure_share(info, worker, start))

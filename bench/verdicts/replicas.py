@@ -132,17 +132,22 @@ def summarise(passes: list[dict]) -> list[dict]:
     return out
 
 
-def replica_section(passes: list[PassInfo], records: list[Record],
-                    layouts: list[LayoutLine], block_size: int) -> dict | None:
-    """The ``replicas`` section of a run's results (None for a single server): per pass
-    (:func:`pass_routing`, over its prime and measure requests) and per path x salt mode."""
+def replica_pass(info: PassInfo, records: list[Record], layouts: list[LayoutLine],
+                 block_size: int) -> dict | None:
+    """One pass's row of the ``replicas`` section (:func:`pass_routing`, over its prime and
+    measure requests); None if the pass was not sent behind a router."""
     if not any(behind_router(r) for r in records):
         return None
-    shapes = {(s["pass"], s["request_id"]): s for s in layouts}  # type: ignore[typeddict-item]
-    judged = group_by([r for r in records if r["phase"] in ("prime", MEASURE)], ("pass",))
-    rows = []
-    for info in passes:
-        recs = judged.get((info.index,), [])
-        sent = [to_sent(r, shapes.get((info.index, r["request_id"]))) for r in recs]
-        rows.append(pass_routing(asdict(info), recs, sent, block_size))
+    shapes = {s["request_id"]: s for s in layouts}
+    recs = [r for r in records if r["phase"] in ("prime", MEASURE)]
+    sent = [to_sent(r, shapes.get(r["request_id"])) for r in recs]
+    return pass_routing(asdict(info), recs, sent, block_size)
+
+
+def replica_section(rows: list[dict | None]) -> dict | None:
+    """The ``replicas`` section of a run's results from its passes' :func:`replica_pass`
+    rows (None for a single server): per pass and per path x salt mode."""
+    if all(row is None for row in rows):
+        return None
+    rows = [row for row in rows if row is not None]
     return {"passes": rows, "groups": summarise(rows)}

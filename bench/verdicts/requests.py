@@ -21,6 +21,15 @@ from bench.vocab import FULL, JUDGEMENTS, MEASURE, NONE, PARTIAL, Judged
 
 #: Requests whose problems are listed in full in the results.
 MAX_LISTED = 200
+#: Oracle disagreements listed in full.
+MAX_DISAGREEMENTS = 50
+#: What the results list of each of those requests.
+PROBLEM_FIELDS = ("seq", "phase", "pass", "path", "salt_mode", "request_id", "modality",
+                  "replica", "judgement", "prompt_tokens", "cached_tokens", "cached_lower",
+                  "cached_upper")
+#: The counts of judged requests, in order.
+COUNT_KEYS = ("requests", "judged", *JUDGEMENTS, "unjudged_output_blocks", "leaked_tokens",
+              "missing_tokens")
 
 
 def full_hit_tokens(prompt_tokens: int, block_size: int) -> int:
@@ -61,20 +70,25 @@ def to_sent(record: Record, shape: LayoutLine | None) -> pm.Sent:
                    segment=record.get("segment", 0))
 
 
-def judge_records(records: list[Record], layouts: list[LayoutLine], block_size: int,
-                  kv_capacity_blocks: int | None) -> dict:
-    """Judge and annotate every record of the ``prime`` and ``measure`` phases."""
-    shapes = {(s["pass"], s["request_id"]): s for s in layouts}  # type: ignore[typeddict-item]
-    by_pass: dict[int, list[Record]] = {}
-    for r in records:
-        if r["phase"] in ("prime", MEASURE):
-            by_pass.setdefault(r["pass"], []).append(r)  # type: ignore[typeddict-item]
-    blocks: set[tuple[str | None, str]] = set()
-    for index, recs in by_pass.items():
-        sent = [to_sent(r, shapes.get((index, r["request_id"]))) for r in recs]
+class Judgements:
+    """The run's judgement, built one pass at a time (a pass's records are all it holds)."""
+
+    def __init__(self, block_size: int, kv_capacity_blocks: int | None) -> None:
+        self.block_size, self.kv_capacity_blocks = block_size, kv_capacity_blocks
+        self.counts: Counter = Counter()
+        self.groups: dict[tuple, Counter] = {}
+        self.problems: list[dict] = []
+        #: Hashes of the distinct (cache domain, block key) pairs sent.
+        self.blocks: set[int] = set()
+
+    def add_pass(self, records: list[Record], layouts: list[LayoutLine]) -> None:
+        """Judge and annotate the ``prime`` and ``measure`` records of one pass."""
+        recs = [r for r in records if r["phase"] in ("prime", MEASURE)]
+        shapes = {s["request_id"]: s for s in layouts}
+        sent = [to_sent(r, shapes.get(r["request_id"])) for r in recs]
         # A request without a layout could be the source of another's hit: judge none.
         complete = all(s.layout is not None for s in sent)
-        judged = pm.judge(sent if complete else [], block_size)
+        judged = pm.judge(sent if complete else [], self.block_size)
         for r, s in zip(recs, sent):
             j = judged.get(s.id, pm.Judgement(0, 0, Judged.NO_LAYOUT, 0, 0))
             verdict = j.verdict if r["ok"] else Judged.FAILED
@@ -84,22 +98,39 @@ def judge_records(records: list[Record], layouts: list[LayoutLine], block_size: 
                      expected_cached_tokens=j.expected if exact else None,
                      leaked_tokens=j.leaked_tokens, missing_tokens=j.missing_tokens)
             if s.layout is not None:
-                blocks.update((s.salt, k) for k in s.layout.block_keys)
-    judged_recs = [r for recs in by_pass.values() for r in recs]
-    problems = [r for r in judged_recs if r["judgement"] in (Judged.LEAK, Judged.UNDER_HIT)]
-    eviction = None if kv_capacity_blocks is None else len(blocks) > kv_capacity_blocks
-    return {
-        "block_size": block_size, "kv_capacity_blocks": kv_capacity_blocks,
-        "distinct_blocks": len(blocks), "eviction_possible": eviction,
-        "counts": _counts(judged_recs),
-        "groups": [{"path": k[0], "modality": k[1], "salt_mode": k[2], **_counts(g)}
-                   for k, g in _groups(judged_recs).items()],
-        "problems": [{k: r.get(k) for k in ("seq", "phase", "pass", "path", "salt_mode",
-                                            "request_id", "modality", "replica", "judgement",
-                                            "prompt_tokens", "cached_tokens", "cached_lower",
-                                            "cached_upper")}
-                     for r in problems[:MAX_LISTED]],
-    }
+                self.blocks.update(hash((s.salt, k)) for k in s.layout.block_keys)
+        self.counts += _counts(recs)
+        for key, group in _groups(recs).items():
+            self.groups[key] = self.groups.get(key, Counter()) + _counts(group)
+        room = MAX_LISTED - len(self.problems)
+        self.problems += [{k: r.get(k) for k in PROBLEM_FIELDS} for r in recs
+                          if r["judgement"] in (Judged.LEAK, Judged.UNDER_HIT)][:max(room, 0)]
+
+    def summary(self) -> dict:
+        """The ``judgements`` section of the results."""
+        capacity = self.kv_capacity_blocks
+        return {
+            "block_size": self.block_size, "kv_capacity_blocks": capacity,
+            "distinct_blocks": len(self.blocks),
+            "eviction_possible": None if capacity is None else len(self.blocks) > capacity,
+            "counts": _complete(self.counts),
+            "groups": [{"path": k[0], "modality": k[1], "salt_mode": k[2], **_complete(g)}
+                       for k, g in self.groups.items()],
+            "problems": self.problems,
+        }
+
+
+def judge_records(records: list[Record], layouts: list[LayoutLine], block_size: int,
+                  kv_capacity_blocks: int | None) -> dict:
+    """Judge and annotate every record of the ``prime`` and ``measure`` phases (all in
+    memory: :class:`Judgements` takes them a pass at a time)."""
+    judgements = Judgements(block_size, kv_capacity_blocks)
+    by_pass: dict[int, list[Record]] = {}
+    for r in records:
+        by_pass.setdefault(r["pass"], []).append(r)  # type: ignore[typeddict-item]
+    for index, recs in by_pass.items():
+        judgements.add_pass(recs, [s for s in layouts if s["pass"] == index])  # type: ignore[typeddict-item]
+    return judgements.summary()
 
 
 def _groups(records: list[Record]) -> dict[tuple, list[Record]]:
@@ -109,17 +140,23 @@ def _groups(records: list[Record]) -> dict[tuple, list[Record]]:
     return out
 
 
-def _counts(records: list[Record]) -> dict:
+def _counts(records: list[Record]) -> Counter:
     n = Counter(r["judgement"] for r in records)
-    return {"requests": len(records), "judged": n[Judged.MET] + n[Judged.LEAK] + n[Judged.UNDER_HIT],
-            **{j: n[j] for j in JUDGEMENTS},
-            # Unjudged only because blocks of an earlier request's output might match.
-            "unjudged_output_blocks": sum(
-                r["judgement"] == Judged.UNJUDGED
-                and r["cached_upper"] - r.get("output_block_tokens", 0) == r["cached_lower"]
-                for r in records),
-            "leaked_tokens": sum(r.get("leaked_tokens") or 0 for r in records),
-            "missing_tokens": sum(r.get("missing_tokens") or 0 for r in records)}
+    return Counter(
+        requests=len(records), judged=n[Judged.MET] + n[Judged.LEAK] + n[Judged.UNDER_HIT],
+        **{j: n[j] for j in JUDGEMENTS},
+        # Unjudged only because blocks of an earlier request's output might match.
+        unjudged_output_blocks=sum(
+            r["judgement"] == Judged.UNJUDGED
+            and r["cached_upper"] - r.get("output_block_tokens", 0) == r["cached_lower"]
+            for r in records),
+        leaked_tokens=sum(r.get("leaked_tokens") or 0 for r in records),
+        missing_tokens=sum(r.get("missing_tokens") or 0 for r in records))
+
+
+def _complete(counts: Counter) -> dict:
+    """Counts with every key, zeros included (a Counter sum drops them)."""
+    return {k: counts[k] for k in COUNT_KEYS}
 
 
 def expectation(record: Record, block_size: int) -> str | None:
@@ -140,6 +177,7 @@ def oracle_agreement(records: list[Record], primed: bool, block_size: int) -> di
     content; the token path drops media), on the first traversal of the workload
     (``prime`` if primed, else ``measure``), where the model's expectation is exact. Not
     behind a router: the oracle knows one cache, not where the router sends requests.
+    Results of several calls (a pass each) add up with :func:`add_agreement`.
     """
     first = "prime" if primed else MEASURE
     compared = [(r, expectation(r, block_size)) for r in records
@@ -149,4 +187,11 @@ def oracle_agreement(records: list[Record], primed: bool, block_size: int) -> di
     disagree = [{"path": r["path"], "request_id": r["request_id"], "oracle": r["oracle"],
                  "model": e} for r, e in compared if r["oracle"] != e]
     return {"compared": len(compared), "agreed": len(compared) - len(disagree),
-            "disagreements": disagree[:50]}
+            "disagreements": disagree[:MAX_DISAGREEMENTS]}
+
+
+def add_agreement(total: dict, part: dict) -> dict:
+    """Two :func:`oracle_agreement` results as one."""
+    return {"compared": total["compared"] + part["compared"],
+            "agreed": total["agreed"] + part["agreed"],
+            "disagreements": (total["disagreements"] + part["disagreements"])[:MAX_DISAGREEMENTS]}

@@ -21,15 +21,23 @@ def counters_agree(delta: dict[str, float], prompt_tokens: int | None,
     return hits == cached_tokens and queries == prompt_tokens
 
 
-def prompt_token_mismatches(records: list[Record]) -> list[dict]:
-    """Logical requests whose prompt token count differs between paths that carry media."""
-    seen: dict[tuple, dict[str, int]] = {}
-    for r in records:
-        if (r["ok"] and r["path"] in media_paths() and r["phase"] == MEASURE
-                and r.get("prompt_tokens") is not None):
-            seen.setdefault((r["request_id"], r["salt_mode"]), {})[r["path"]] = r["prompt_tokens"]
-    return [{"request_id": rid, "salt_mode": mode, "prompt_tokens": counts}
-            for (rid, mode), counts in seen.items() if len(set(counts.values())) > 1]
+class PromptTokens:
+    """Logical requests whose prompt token count differs between paths that carry media,
+    gathered a pass at a time (one count per request and salt mode is kept)."""
+
+    def __init__(self) -> None:
+        self.seen: dict[tuple, dict[str, int]] = {}
+
+    def add(self, records: list[Record]) -> None:
+        for r in records:
+            if (r["ok"] and r["path"] in media_paths() and r["phase"] == MEASURE
+                    and r.get("prompt_tokens") is not None):
+                self.seen.setdefault((r["request_id"], r["salt_mode"]), {})[r["path"]] = (
+                    r["prompt_tokens"])
+
+    def mismatches(self) -> list[dict]:
+        return [{"request_id": rid, "salt_mode": mode, "prompt_tokens": counts}
+                for (rid, mode), counts in self.seen.items() if len(set(counts.values())) > 1]
 
 
 def failure_totals(passes: list[dict]) -> dict[str, int]:

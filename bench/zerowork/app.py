@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 
 from aiohttp import web
 
+from bench import aio
 from bench.vocab import CHAT_ROUTE, GENERATE_ROUTE, RENDER_ROUTE
 from bench.zerowork.cache import PrefixCache
 from bench.zerowork.metrics import Counters
@@ -269,10 +270,6 @@ class ZeroWork:
 
 def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000) -> None:
     """Serve until SIGINT or SIGTERM, on uvloop when it is installed."""
-    try:
-        import uvloop
-        loop = uvloop.new_event_loop()
-    except ImportError:
-        loop = asyncio.new_event_loop()
+    loop = aio.new_loop()
     web.run_app(ZeroWork(settings).app(), host=host, port=port, access_log=None, print=None,
                 backlog=1024, shutdown_timeout=1.0, loop=loop)

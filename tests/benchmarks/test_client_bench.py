@@ -2,8 +2,7 @@
 
 import asyncio
 
-import aiohttp
-
+from bench.client.connections import streaming
 from bench.client.stream import post_stream
 from bench.paths.base import is_token_event
 
@@ -14,9 +13,9 @@ def test_post_stream_events_per_second(benchmark, fake_server):
     body = {"script": [{"events": EVENTS}, "data: [DONE]\n\n"]}
 
     async def one_stream():
-        async with aiohttp.ClientSession() as session:
+        async with streaming():
             return await post_stream(
-                session, fake_server.url + "/script", body, is_token_event=is_token_event, timeout_s=60
+                fake_server.url + "/script", body, is_token_event=is_token_event, timeout_s=60
             )
 
     result = benchmark.pedantic(lambda: asyncio.run(one_stream()), rounds=5, warmup_rounds=1)

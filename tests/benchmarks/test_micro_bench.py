@@ -21,13 +21,14 @@ import aiohttp
 import pytest
 
 from bench import SCHEMA_VERSION
+from bench.client.connections import streaming
 from bench.client.stream import SseDecoder, StreamResult, _EventTimer
 from bench.media import MediaFile, audio, file_digest, image, video
 from bench.paths import PATHS, make_paths
 from bench.paths.base import PathContext, carries_tokens, is_token_event
 from bench.paths.media_urls import MediaUrls
 from bench.run.exchange import exchange
-from bench.run.records import RecordWriter
+from bench.run.records import Exchange, RecordWriter
 from bench.workload import MediaItem
 from bench.zerowork import ZeroWorkServer
 from bench.zerowork.sse import DONE, ChatStream, GenerateStream, Usage
@@ -120,7 +121,7 @@ def test_event_timer_handle(benchmark) -> None:
     def timed() -> tuple[StreamResult, tuple]:
         result = StreamResult(start_s=time.perf_counter())
         timer = _EventTimer(result, is_token_event, carries_tokens)
-        timer.handle(payloads)
+        timer.handle(payloads, time.perf_counter())
         timer.finish([])
         return result, timer.verdict()
 
@@ -220,7 +221,12 @@ def test_record_writer_write(benchmark, zerowork, loop_session, image_item, tmp_
     loop, session = loop_session
     ctx = PathContext(zerowork.url, "zerowork", {"img0": image_item}, MediaUrls("data"))
     [path] = make_paths(["chat"], ctx)
-    measured = loop.run_until_complete(exchange(session, path, messages(True), TOKENS, "s1", 30))
+
+    async def send() -> Exchange:
+        async with streaming():
+            return await exchange(session, path, messages(True), TOKENS, "s1", 30)
+
+    measured = loop.run_until_complete(send())
     assert measured["ok"], measured["error"]
     record = {"schema_version": SCHEMA_VERSION, "run_id": "20250101T000000Z-0123abcd",
               "phase": "measure", "pass": 3, "path": "chat", "salt_mode": "per-tenant",

@@ -1,8 +1,8 @@
 import asyncio
 
-import aiohttp
 from fakeserver import TOKEN_EVENT, sse_event
 
+from bench.client.connections import streaming
 from bench.client.stream import SseDecoder, StreamResult, post_stream
 
 DONE = "data: [DONE]\n\n"
@@ -16,9 +16,8 @@ def is_token_event(event: dict) -> int:
 
 def run(fake_server, script: list, timeout_s: float = 5.0) -> StreamResult:
     async def go() -> StreamResult:
-        async with aiohttp.ClientSession() as session:
+        async with streaming():
             return await post_stream(
-                session,
                 fake_server.url + "/script",
                 {"script": script},
                 is_token_event=is_token_event,
@@ -83,7 +82,7 @@ def test_malformed_json_event(fake_server):
 def test_connection_reset_mid_stream(fake_server):
     result = run(fake_server, [TOKEN_EVENT, TOKEN_EVENT, 0.02, "RESET"])
     assert not result.ok
-    assert result.error.startswith("ClientPayloadError: Response payload is not completed")
+    assert result.error.startswith("the server closed the connection mid-reply")
     assert result.n_events == 2 and result.ttft_s is not None
 
 
@@ -117,10 +116,9 @@ def test_crlf_and_comment_lines(fake_server):
 
 def test_cancellation_propagates(fake_server):
     async def go() -> None:
-        async with aiohttp.ClientSession() as session:
+        async with streaming():
             task = asyncio.create_task(
                 post_stream(
-                    session,
                     fake_server.url + "/script",
                     {"script": [5.0, DONE]},
                     is_token_event=is_token_event,

@@ -8,6 +8,7 @@ import secrets
 import aiohttp
 import pytest
 
+from bench.client.connections import streaming
 from bench.engine.target import Target
 from bench.paths.base import PathContext
 from bench.paths.chat import ChatPath
@@ -26,7 +27,7 @@ async def _send_sequence(target: Target, workload: Workload, media_id: str,
         {"type": "text", "text": f"[{nonce}] what is in this {modality}?"},
         {"type": modality, "media": media_id}]}]
     out = []
-    async with aiohttp.ClientSession() as session:
+    async with aiohttp.ClientSession() as session, streaming():
         for salt in salts:
             result = await exchange(session, ChatPath(ctx), messages, 2, salt, 300)
             assert result["ok"], result["error"]

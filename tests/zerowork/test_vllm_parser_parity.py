@@ -28,6 +28,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from bench.client.connections import streaming
 from bench.client.stream import StreamResult, post_stream
 from bench.engine.provision import MARKER, env_dir
 from bench.engine.spec import default_engine_spec
@@ -72,7 +73,7 @@ async def saltbench_side(ctx: PathContext, media_id: str) -> list[tuple[str, dic
     text of the events it decoded (``is_token_event`` sees each one; chat deltas, generate
     ``text``, as vLLM reads them)."""
     out = []
-    async with aiohttp.ClientSession() as session:
+    async with aiohttp.ClientSession() as session, streaming():
         for path_name, with_image, max_tokens, salt in CASES.values():
             path = PATHS[path_name](ctx)
             url, body = await path.build(session, messages(media_id if with_image else None),
@@ -85,7 +86,7 @@ async def saltbench_side(ctx: PathContext, media_id: str) -> list[tuple[str, dic
                                  or choices[0].get("text") or "")
                 return is_token_event(event)
 
-            result = await post_stream(session, url, body, is_token_event=token_event,
+            result = await post_stream(url, body, is_token_event=token_event,
                                        carries_tokens=carries_tokens, timeout_s=30)
             out.append((url, body, result, "".join(texts)))
     return out

@@ -13,6 +13,7 @@ import aiohttp
 import pytest
 from cliproc import saltbench_process
 
+from bench.client.connections import streaming
 from bench.engine.capabilities import ALWAYS
 from bench.engine.target import open_target
 from bench.options import target_args
@@ -54,7 +55,7 @@ def _messages(workload: Workload) -> list[dict]:
 async def _send(url: str, workload: Workload, path_name: str, messages: list[dict],
                 salts: list[str | None]) -> list[dict]:
     path = PATHS[path_name](PathContext(url, "zerowork", workload.media, MediaUrls("data")))
-    async with aiohttp.ClientSession() as session:
+    async with aiohttp.ClientSession() as session, streaming():
         return [await exchange(session, path, messages, 3, salt, 30) for salt in salts]
 
 
