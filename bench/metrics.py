@@ -10,6 +10,7 @@ population deviation; percentiles are ``numpy.percentile`` (linear). Where vLLM 
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -17,47 +18,98 @@ import numpy as np
 PERCENTILES = (50, 90, 99)
 
 
-def aggregate(records: Sequence[dict], duration_s: float) -> dict:
+LATENCIES = ("ttft", "tpot", "ttft_incl_preprocess", "itl", "itl_token", "e2el")
+
+
+class Metrics:
+    """:func:`aggregate` fed one record at a time: counts, sums and the latencies that
+    percentiles need (as arrays of floats), never the records themselves."""
+
+    def __init__(self) -> None:
+        self.completed = self.failed = self.input_tokens = self.output_tokens = 0
+        self.latencies = {name: array("d") for name in LATENCIES}
+        #: Sums for the cache hits; None once a record lacks the value.
+        self.prompt: int | None = 0
+        self.cached: int | None = 0
+        self.expecting = 0
+        self.expected = 0
+        self.expecting_cached: int | None = 0
+        self.leaked = self.missing = 0
+
+    def add(self, r: dict) -> None:
+        if not r["ok"]:
+            self.failed += 1
+            return
+        self.completed += 1
+        n = int(r.get("output_tokens") or 0)
+        self.output_tokens += n
+        self.input_tokens += int(r.get("prompt_tokens") or 0)
+        lat = self.latencies
+        lat["ttft"].append(r["ttft_ms"])
+        if n > 1:
+            lat["tpot"].append((r["e2el_ms"] - r["ttft_ms"]) / (n - 1))
+        if r.get("ttft_incl_preprocess_ms") is not None:
+            lat["ttft_incl_preprocess"].append(r["ttft_incl_preprocess_ms"])
+        lat["itl"].extend(r["itl_ms"])
+        lat["itl_token"].extend(r.get("itl_token_ms") or [])
+        lat["e2el"].append(r["e2el_ms"])
+        self.prompt = _plus(self.prompt, r.get("prompt_tokens"))
+        self.cached = _plus(self.cached, r.get("cached_tokens"))
+        if r.get("expected_cached_tokens") is not None:
+            self.expecting += 1
+            self.expected += int(r["expected_cached_tokens"])
+            self.expecting_cached = _plus(self.expecting_cached, r.get("cached_tokens"))
+        self.leaked += r.get("leaked_tokens") or 0
+        self.missing += r.get("missing_tokens") or 0
+
+    def result(self, duration_s: float) -> dict:
+        """The metrics over a run of ``duration_s``."""
+        out_tokens, in_tokens = self.output_tokens, self.input_tokens
+        result: dict = {
+            "completed": self.completed,
+            "failed": self.failed,
+            "total_input_tokens": in_tokens,
+            "total_output_tokens": out_tokens,
+            "request_throughput": _per_second(self.completed, duration_s),
+            "output_throughput": _per_second(out_tokens, duration_s),
+            "total_token_throughput": _per_second(in_tokens + out_tokens, duration_s),
+        }
+        for name, values in self.latencies.items():
+            result.update(_summary(name, values))
+        expected = self.expected if self.expecting else None
+        result.update({
+            "prompt_tokens": self.prompt,
+            "cached_tokens": self.cached,
+            "hit_rate": _ratio(self.cached, self.prompt),
+            "expected_cached_tokens": expected,
+            "hit_fraction_of_expected": _ratio(self.expecting_cached, expected),
+            # Apart, never netted: a leak must not hide an under-hit, nor the reverse.
+            "leaked_tokens": self.leaked,
+            "missing_tokens": self.missing,
+        })
+        return result
+
+
+def _plus(total: int | None, value: int | None) -> int | None:
+    return None if total is None or value is None else total + int(value)
+
+
+def aggregate(records: Iterable[dict], duration_s: float) -> dict:
     """Metrics of ``records`` (see the module docstring) over a run of ``duration_s``."""
-    done = [r for r in records if r["ok"]]
-    output_tokens = [int(r.get("output_tokens") or 0) for r in done]
-    input_tokens = sum(int(r.get("prompt_tokens") or 0) for r in done)
-    latencies = {
-        "ttft": [r["ttft_ms"] for r in done],
-        "tpot": [
-            (r["e2el_ms"] - r["ttft_ms"]) / (n - 1)
-            for r, n in zip(done, output_tokens)
-            if n > 1
-        ],
-        "ttft_incl_preprocess": [r["ttft_incl_preprocess_ms"] for r in done
-                                 if r.get("ttft_incl_preprocess_ms") is not None],
-        "itl": [gap for r in done for gap in r["itl_ms"]],
-        "itl_token": [gap for r in done for gap in r.get("itl_token_ms") or []],
-        "e2el": [r["e2el_ms"] for r in done],
-    }
-    result: dict = {
-        "completed": len(done),
-        "failed": len(records) - len(done),
-        "total_input_tokens": input_tokens,
-        "total_output_tokens": sum(output_tokens),
-        "request_throughput": _per_second(len(done), duration_s),
-        "output_throughput": _per_second(sum(output_tokens), duration_s),
-        "total_token_throughput": _per_second(input_tokens + sum(output_tokens), duration_s),
-    }
-    for name, values in latencies.items():
-        result.update(_summary(name, values))
-    result.update(_cache_hits(done))
-    return result
+    metrics = Metrics()
+    for r in records:
+        metrics.add(r)
+    return metrics.result(duration_s)
 
 
 def _per_second(count: int, duration_s: float) -> float | None:
     return count / duration_s if duration_s > 0 else None
 
 
-def _summary(name: str, values_ms: list[float]) -> dict[str, float | None]:
+def _summary(name: str, values_ms: Sequence[float]) -> dict[str, float | None]:
     keys = [f"mean_{name}_ms", f"median_{name}_ms", f"std_{name}_ms"]
     keys += [f"p{p}_{name}_ms" for p in PERCENTILES]
-    if not values_ms:
+    if not len(values_ms):
         return dict.fromkeys(keys)
     values = np.asarray(values_ms, dtype=float)
     stats = [np.mean(values), np.median(values), np.std(values)]
@@ -65,30 +117,8 @@ def _summary(name: str, values_ms: list[float]) -> dict[str, float | None]:
     return {key: float(value) for key, value in zip(keys, stats)}
 
 
-def _total(records: Iterable[dict], key: str) -> int | None:
-    """Sum of ``key`` over ``records``; ``None`` if any record lacks it."""
-    values = [r.get(key) for r in records]
-    return None if None in values else int(sum(values))
-
-
 def _ratio(numerator: int | None, denominator: int | None) -> float | None:
     return numerator / denominator if numerator is not None and denominator else None
-
-
-def _cache_hits(done: list[dict]) -> dict:
-    prompt, cached = _total(done, "prompt_tokens"), _total(done, "cached_tokens")
-    expecting = [r for r in done if r.get("expected_cached_tokens") is not None]
-    expected = _total(expecting, "expected_cached_tokens") if expecting else None
-    return {
-        "prompt_tokens": prompt,
-        "cached_tokens": cached,
-        "hit_rate": _ratio(cached, prompt),
-        "expected_cached_tokens": expected,
-        "hit_fraction_of_expected": _ratio(_total(expecting, "cached_tokens"), expected),
-        # Apart, never netted: a leak must not hide an under-hit, nor the reverse.
-        "leaked_tokens": sum(r.get("leaked_tokens") or 0 for r in done),
-        "missing_tokens": sum(r.get("missing_tokens") or 0 for r in done),
-    }
 
 
 def group_by(records: Iterable[dict], keys: tuple[str, ...]) -> dict[tuple, list[dict]]:

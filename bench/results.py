@@ -27,6 +27,7 @@ Schema (``schema_version`` = :data:`bench.SCHEMA_VERSION`)::
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import asdict
 from pathlib import Path
 
@@ -34,54 +35,74 @@ import numpy as np
 
 from bench import SCHEMA_VERSION
 from bench.docio import read_document, write_json
-from bench.metrics import aggregate, aggregate_groups, group_by
+from bench.metrics import Metrics, group_by
 from bench.outputs import RESULTS_KIND
 from bench.registry import METRICS
 from bench.run import counters
 from bench.run.records import PassInfo, PassLines, Record
 from bench.verdicts.replicas import replica_pass, replica_section
-from bench.verdicts.requests import Judgements, add_agreement, oracle_agreement
+from bench.verdicts.requests import (
+    Judgements,
+    OracleAgreement,
+    behind_router,
+    judged_phase,
+    to_sent,
+)
 from bench.verdicts.runs import PromptTokens, counters_agree
 from bench.vocab import FAILURES, MEASURE
 
 GROUP_KEYS = ("path", "modality", "salt_mode")
 
 
-def pass_summary(info: PassInfo, records: list[Record]) -> dict:
-    """Metrics of one pass's measured records, with hit rates from both sources."""
-    metrics = aggregate(records, info.duration_s)
-    return {**asdict(info), **metrics, **hit_miss_ttft(records), **failures(records),
-            "hit_rate_requests": metrics["hit_rate"],
-            "hit_rate_counters": counters.counter_hit_rate(info.counters),
-            "counters_agree": counters_agree(info.counters, metrics["prompt_tokens"],
-                                             metrics["cached_tokens"])}
+class PassTally:
+    """One pass's measured records, fed one at a time: metrics, failures by kind, and
+    TTFT of prefix-cache hits (cached tokens > 0) and of misses."""
 
+    def __init__(self) -> None:
+        self.metrics = Metrics()
+        self.failures: dict[str, int] = {}
+        self.examples: dict[str, str | None] = {}
+        self.ttft = {"hit": array("d"), "miss": array("d")}
 
-def failures(records: list[Record]) -> dict:
-    """Failed records per :data:`bench.vocab.FAILURES` kind (in that order), and the first
-    error of each kind; a record that names no kind (written before kinds existed) counts
-    only in ``failed``."""
-    counts: dict[str, int] = {}
-    examples: dict[str, str | None] = {}
-    for r in records:
-        if not r["ok"] and (kind := r.get("failure")):
-            counts[kind] = counts.get(kind, 0) + 1
-            examples.setdefault(kind, r.get("error"))
-    return {"failures": {k: counts[k] for k in FAILURES if k in counts},
-            "failure_examples": {k: examples[k] for k in FAILURES if k in examples}}
+    def add(self, r: Record) -> None:
+        self.metrics.add(r)
+        self.add_outcome(r)
+
+    def add_outcome(self, r: Record) -> None:
+        """Count the record's failure kind or its TTFT as a hit's or a miss's."""
+        if r["ok"]:
+            self.ttft["hit" if r.get("cached_tokens") else "miss"].append(r["ttft_ms"])
+        elif kind := r.get("failure"):  # a record without a kind counts only in "failed"
+            self.failures[kind] = self.failures.get(kind, 0) + 1
+            self.examples.setdefault(kind, r.get("error"))
+
+    def hit_miss_ttft(self) -> dict:
+        out: dict = {}
+        for kind, values in self.ttft.items():
+            out[f"{kind}_count"] = len(values)
+            for q in (50, 99):
+                out[f"p{q}_ttft_{kind}_ms"] = float(np.percentile(values, q)) if values else None
+        return out
+
+    def summary(self, info: PassInfo) -> dict:
+        """The pass's row of ``passes``: metrics with hit rates from both sources, failures
+        per :data:`bench.vocab.FAILURES` kind (in that order) with the first error of each."""
+        metrics = self.metrics.result(info.duration_s)
+        return {**asdict(info), **metrics, **self.hit_miss_ttft(),
+                "failures": {k: self.failures[k] for k in FAILURES if k in self.failures},
+                "failure_examples": {k: self.examples[k] for k in FAILURES if k in self.examples},
+                "hit_rate_requests": metrics["hit_rate"],
+                "hit_rate_counters": counters.counter_hit_rate(info.counters),
+                "counters_agree": counters_agree(info.counters, metrics["prompt_tokens"],
+                                                 metrics["cached_tokens"])}
 
 
 def hit_miss_ttft(records: list[Record]) -> dict:
-    """TTFT percentiles of prefix-cache hits (cached tokens > 0) and of misses."""
-    out: dict = {}
-    done = [r for r in records if r["ok"]]
-    for kind, recs in (("hit", [r for r in done if r.get("cached_tokens")]),
-                       ("miss", [r for r in done if not r.get("cached_tokens")])):
-        values = np.asarray([r["ttft_ms"] for r in recs], dtype=float)
-        out[f"{kind}_count"] = len(recs)
-        for q in (50, 99):
-            out[f"p{q}_ttft_{kind}_ms"] = float(np.percentile(values, q)) if len(recs) else None
-    return out
+    """TTFT percentiles of prefix-cache hits and of misses (:class:`PassTally`)."""
+    tally = PassTally()
+    for r in records:
+        tally.add_outcome(r)
+    return tally.hit_miss_ttft()
 
 
 def spread(groups: list[dict]) -> list[dict]:
@@ -106,30 +127,39 @@ def spread(groups: list[dict]) -> list[dict]:
 def build_results(run_id: str, metadata: dict, passes: list[PassInfo], records: PassLines,
                   layouts: PassLines, interrupted: bool,
                   unavailable: dict[str, str] | None = None, stopped: str | None = None) -> dict:
-    """The results document, one pass at a time: each pass's records are read, judged
-    (and annotated), summarised and let go before the next."""
+    """The results document, streamed: per pass, its records are read once for the cache
+    model's view of them (judged together) and once more to annotate each with its
+    judgement and feed it to the tallies; only the model's view and the tallies are held
+    (and, behind a router, the pass's records for its routing figures)."""
     target = metadata.get("target", {})
     block_size = target.get("block_size")
     judgements = Judgements(block_size, (target.get("cache_config") or {}).get("num_gpu_blocks"))
-    primed = bool(metadata.get("options", {}).get("prime"))
+    oracle = OracleAgreement(bool(metadata.get("options", {}).get("prime")), block_size)
     prompt_tokens = PromptTokens()
-    oracle = {"compared": 0, "agreed": 0, "disagreements": []}
     infos = {p.index: p for p in passes}
     summaries, groups, replica_rows = [], [], []
     for index in sorted(infos.keys() | set(records.indices())):
-        recs = records.read(index)
-        shapes = layouts.read(index)
-        judgements.add_pass(recs, shapes)
-        prompt_tokens.add(recs)
-        oracle = add_agreement(oracle, oracle_agreement(recs, primed, block_size))
+        shapes = {s["request_id"]: s for s in layouts.read(index)}
+        judged = judgements.judge([to_sent(r, shapes.get(r["request_id"]))
+                                   for r in records.read(index) if judged_phase(r)])
+        tally, by_group, routed = PassTally(), {}, []
+        for r in records.read(index):
+            if judged_phase(r):
+                judgements.annotate(r, judged)
+                if behind_router(r):
+                    routed.append(r)
+            oracle.add(r)
+            prompt_tokens.add(r)
+            if r["phase"] == MEASURE:
+                tally.add(r)
+                by_group.setdefault(tuple(r.get(k) for k in GROUP_KEYS), Metrics()).add(r)
         if (info := infos.get(index)) is None:
             continue
-        measured = [r for r in recs if r["phase"] == MEASURE]
-        summaries.append(pass_summary(info, measured))
+        summaries.append(tally.summary(info))
         # A group's throughput is its share of its own pass's duration.
-        groups += [{**row, "repetition": info.repetition}
-                   for row in aggregate_groups(measured, GROUP_KEYS, info.duration_s)]
-        replica_rows.append(replica_pass(info, recs, shapes, block_size))
+        groups += [{**dict(zip(GROUP_KEYS, key)), **m.result(info.duration_s),
+                    "repetition": info.repetition} for key, m in by_group.items()]
+        replica_rows.append(replica_pass(info, routed, shapes, block_size) if routed else None)
     return {
         "schema_version": SCHEMA_VERSION, "kind": RESULTS_KIND, "run_id": run_id,
         "interrupted": interrupted, "stopped": stopped, "metadata": metadata,
@@ -140,7 +170,7 @@ def build_results(run_id: str, metadata: dict, passes: list[PassInfo], records: 
         "judgements": judgements.summary(),
         "replicas": replica_section(replica_rows),
         "prompt_token_mismatches": prompt_tokens.mismatches(),
-        "oracle": oracle,
+        "oracle": oracle.summary(),
     }
 
 

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from bench.results import hit_miss_ttft
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from bench.outputs import LAYOUTS_FILE, RECORDS_FILE, RESULTS_FILE
+from bench.results import build_results, hit_miss_ttft
+from bench.run.records import PassInfo, PassLines
+
+FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def test_hit_and_miss_ttft_split_on_cached_tokens() -> None:
@@ -14,3 +24,29 @@ def test_hit_and_miss_ttft_split_on_cached_tokens() -> None:
     assert (out["hit_count"], out["miss_count"]) == (2, 1)
     assert out["p50_ttft_hit_ms"] == 15.0 and out["p50_ttft_miss_ms"] == 100.0
     assert hit_miss_ttft([])["p99_ttft_hit_ms"] is None
+
+
+def _common(stored: object, rebuilt: object) -> object:
+    """``rebuilt`` cut down to the keys ``stored`` has (fields added since it was made)."""
+    if isinstance(stored, dict) and isinstance(rebuilt, dict):
+        return {k: _common(stored[k], rebuilt[k]) for k in stored if k in rebuilt}
+    if isinstance(stored, list) and isinstance(rebuilt, list) and len(stored) == len(rebuilt):
+        return [_common(s, r) for s, r in zip(stored, rebuilt)]
+    return rebuilt
+
+
+@pytest.mark.parametrize("run", ["base", "leak"])
+def test_results_built_a_pass_at_a_time_match_the_real_runs_results(run: str) -> None:
+    """The compare fixtures' results.json were built with every record in memory; built
+    again streamed (a pass at a time, a record at a time) they must not change."""
+    directory = FIXTURES / "compare" / run
+    stored = json.loads((directory / RESULTS_FILE).read_text())
+    names = {f.name for f in dataclasses.fields(PassInfo)}
+    passes = [PassInfo(**{k: v for k, v in p.items() if k in names}) for p in stored["passes"]]
+    rebuilt = build_results(stored["run_id"], stored["metadata"], passes,
+                            PassLines(directory / RECORDS_FILE),
+                            PassLines(directory / LAYOUTS_FILE), stored["interrupted"],
+                            stored["unavailable"], stored.get("stopped"))
+    rebuilt = json.loads(json.dumps(rebuilt))
+    assert _common(stored, rebuilt) == stored
+    assert rebuilt["judgements"]["counts"]["leak"] == (4 if run == "leak" else 0)

@@ -35,26 +35,31 @@ class Stream:
         start = time.perf_counter()
         self.writer.write(request)
         head = await self.reader.readuntil(b"\r\n\r\n")
-        if not head.startswith(b"HTTP/1.1 200"):
-            await self._drain_body(head)
-            return None
         stamps: list[float] = []
-        while True:  # chunked transfer encoding: size line, data, CRLF; 0 ends it
-            size = int((await self.reader.readuntil(b"\r\n"))[:-2].split(b";")[0], 16)
-            if size == 0:
-                await self.reader.readuntil(b"\r\n")
-                break
-            data = await self.reader.readexactly(size + 2)
-            now = time.perf_counter()
-            stamps.extend([now] * data.count(b"\n\n"))
+        if not head.startswith(b"HTTP/1.1 200"):
+            await self._body(head, [])  # read past it: the connection stays usable
+            return None
+        await self._body(head, stamps)
         if not stamps:
             return None
         return stamps[0] - start, list(np.diff(stamps))
 
-    async def _drain_body(self, head: bytes) -> None:
-        for line in head.split(b"\r\n"):
-            if line.lower().startswith(b"content-length:"):
-                await self.reader.readexactly(int(line.split(b":")[1]))
+    async def _body(self, head: bytes, stamps: list[float]) -> None:
+        """Read the body after ``head``; stamp each event boundary (a blank line) on arrival."""
+        fields = head.lower().split(b"\r\n")
+        if b"transfer-encoding: chunked" not in fields:
+            length = next((int(f.split(b":")[1]) for f in fields
+                           if f.startswith(b"content-length:")), 0)
+            await self.reader.readexactly(length)
+            return
+        while True:  # chunked transfer encoding: size line, data, CRLF; 0 ends it
+            size = int((await self.reader.readuntil(b"\r\n"))[:-2].split(b";")[0], 16)
+            if size == 0:
+                await self.reader.readuntil(b"\r\n")
+                return
+            data = await self.reader.readexactly(size + 2)
+            now = time.perf_counter()
+            stamps.extend([now] * data.count(b"\n\n"))
 
 
 def _requests(url: str, bodies: list[bytes]) -> Iterator[bytes]:

@@ -11,6 +11,7 @@ import base64
 import collections
 import functools
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from bench.errors import BenchError
@@ -52,6 +53,15 @@ class MediaUrls:
         while self._cached > self.cache_bytes and len(self._cache) > 1:
             self._cached -= len(self._cache.popitem(last=False)[1])
         return url
+
+    def preload(self, items: Iterable[tuple[Path, str]]) -> None:
+        """Make the URLs of ``items`` (path, MIME type) before a run sends anything: each
+        ``file://`` path is checked, ``data:`` URLs are encoded while they fit the cache
+        (the hot loop then reads no file)."""
+        for path, mime in items:
+            if self.mode == "data" and self._cached + path.stat().st_size * 4 // 3 > self.cache_bytes:
+                return
+            self.url(path, mime)
 
 
 @functools.lru_cache(maxsize=1)

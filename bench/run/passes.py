@@ -135,9 +135,7 @@ class Runner:
                           self.opts.audio_part, self.opts.timeout_s,
                           self.target.zero_cached_omitted)
         paths = make_paths(self.opts.paths, ctx, self.opts.drop_salt_on)
-        if self.opts.media_url == "file":  # every file must be servable before anything runs
-            for item in self.workload.media.values():
-                ctx.urls.url(item.path, item.mime)
+        ctx.urls.preload((item.path, item.mime) for item in self.workload.media.values())
         n = self.workload.metadata["counts"]["requests"]
         #: Send at the workload's own arrival times (one streamed look decides) or generate.
         self.arrivals = None if self.opts.rate is None and all(

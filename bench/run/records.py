@@ -221,11 +221,9 @@ class PassLines:
         """The passes that have lines, in order."""
         return sorted(self._offsets)
 
-    def read(self, index: int) -> list[dict]:
-        """The lines of pass ``index``, in file order."""
-        out = []
+    def read(self, index: int) -> Iterator[dict]:
+        """The lines of pass ``index``, in file order, one at a time."""
         with open(self.path, "rb") as fh:
             for offset in self._offsets.get(index, ()):
                 fh.seek(offset)
-                out.append(orjson.loads(fh.readline()))
-        return out
+                yield orjson.loads(fh.readline())

@@ -27,6 +27,8 @@ MAX_DISAGREEMENTS = 50
 PROBLEM_FIELDS = ("seq", "phase", "pass", "path", "salt_mode", "request_id", "modality",
                   "replica", "judgement", "prompt_tokens", "cached_tokens", "cached_lower",
                   "cached_upper")
+#: The judgement of a request the model could not judge (no layout).
+NO_LAYOUT = pm.Judgement(0, 0, Judged.NO_LAYOUT, 0, 0)
 #: The counts of judged requests, in order.
 COUNT_KEYS = ("requests", "judged", *JUDGEMENTS, "unjudged_output_blocks", "leaked_tokens",
               "missing_tokens")
@@ -71,7 +73,9 @@ def to_sent(record: Record, shape: LayoutLine | None) -> pm.Sent:
 
 
 class Judgements:
-    """The run's judgement, built one pass at a time (a pass's records are all it holds)."""
+    """The run's judgement, built a pass at a time and a record at a time: for each pass,
+    :meth:`judge` the cache model's view of its requests, then :meth:`annotate` each
+    record as it is read again (what is kept is counts, and the problems listed)."""
 
     def __init__(self, block_size: int, kv_capacity_blocks: int | None) -> None:
         self.block_size, self.kv_capacity_blocks = block_size, kv_capacity_blocks
@@ -81,30 +85,29 @@ class Judgements:
         #: Hashes of the distinct (cache domain, block key) pairs sent.
         self.blocks: set[int] = set()
 
-    def add_pass(self, records: list[Record], layouts: list[LayoutLine]) -> None:
-        """Judge and annotate the ``prime`` and ``measure`` records of one pass."""
-        recs = [r for r in records if r["phase"] in ("prime", MEASURE)]
-        shapes = {s["request_id"]: s for s in layouts}
-        sent = [to_sent(r, shapes.get(r["request_id"])) for r in recs]
-        # A request without a layout could be the source of another's hit: judge none.
-        complete = all(s.layout is not None for s in sent)
-        judged = pm.judge(sent if complete else [], self.block_size)
-        for r, s in zip(recs, sent):
-            j = judged.get(s.id, pm.Judgement(0, 0, Judged.NO_LAYOUT, 0, 0))
-            verdict = j.verdict if r["ok"] else Judged.FAILED
-            exact = verdict not in (Judged.FAILED, Judged.NO_LAYOUT)
-            r.update(judgement=verdict, cached_lower=j.lower, cached_upper=j.upper,
-                     output_block_tokens=j.output_tokens,
-                     expected_cached_tokens=j.expected if exact else None,
-                     leaked_tokens=j.leaked_tokens, missing_tokens=j.missing_tokens)
+    def judge(self, sent: list[pm.Sent]) -> dict[int, pm.Judgement]:
+        """Judgements of one pass's ``prime`` and ``measure`` requests, by ``Sent.id``."""
+        for s in sent:
             if s.layout is not None:
                 self.blocks.update(hash((s.salt, k)) for k in s.layout.block_keys)
-        self.counts += _counts(recs)
-        for key, group in _groups(recs).items():
-            self.groups[key] = self.groups.get(key, Counter()) + _counts(group)
-        room = MAX_LISTED - len(self.problems)
-        self.problems += [{k: r.get(k) for k in PROBLEM_FIELDS} for r in recs
-                          if r["judgement"] in (Judged.LEAK, Judged.UNDER_HIT)][:max(room, 0)]
+        # A request without a layout could be the source of another's hit: judge none.
+        complete = all(s.layout is not None for s in sent)
+        return pm.judge(sent if complete else [], self.block_size)
+
+    def annotate(self, r: Record, judged: dict[int, pm.Judgement]) -> None:
+        """Annotate a ``prime`` or ``measure`` record with its judgement, and count it."""
+        j = judged.get(r["seq"], NO_LAYOUT)
+        verdict = j.verdict if r["ok"] else Judged.FAILED
+        exact = verdict not in (Judged.FAILED, Judged.NO_LAYOUT)
+        r.update(judgement=verdict, cached_lower=j.lower, cached_upper=j.upper,
+                 output_block_tokens=j.output_tokens,
+                 expected_cached_tokens=j.expected if exact else None,
+                 leaked_tokens=j.leaked_tokens, missing_tokens=j.missing_tokens)
+        counts = _counts(r)
+        self.counts.update(counts)
+        self.groups.setdefault((r["path"], r["modality"], r["salt_mode"]), Counter()).update(counts)
+        if verdict in (Judged.LEAK, Judged.UNDER_HIT) and len(self.problems) < MAX_LISTED:
+            self.problems.append({k: r.get(k) for k in PROBLEM_FIELDS})
 
     def summary(self) -> dict:
         """The ``judgements`` section of the results."""
@@ -120,38 +123,39 @@ class Judgements:
         }
 
 
+def judged_phase(record: Record) -> bool:
+    """Whether the cache model judges the record (its ``prime`` and ``measure`` phases)."""
+    return record["phase"] in ("prime", MEASURE)
+
+
 def judge_records(records: list[Record], layouts: list[LayoutLine], block_size: int,
                   kv_capacity_blocks: int | None) -> dict:
-    """Judge and annotate every record of the ``prime`` and ``measure`` phases (all in
-    memory: :class:`Judgements` takes them a pass at a time)."""
+    """Judge and annotate every record of the ``prime`` and ``measure`` phases, all in
+    memory (:func:`bench.results.build_results` streams them instead)."""
     judgements = Judgements(block_size, kv_capacity_blocks)
     by_pass: dict[int, list[Record]] = {}
-    for r in records:
+    for r in filter(judged_phase, records):
         by_pass.setdefault(r["pass"], []).append(r)  # type: ignore[typeddict-item]
     for index, recs in by_pass.items():
-        judgements.add_pass(recs, [s for s in layouts if s["pass"] == index])  # type: ignore[typeddict-item]
+        shapes = {s["request_id"]: s for s in layouts if s["pass"] == index}  # type: ignore[typeddict-item]
+        judged = judgements.judge([to_sent(r, shapes.get(r["request_id"])) for r in recs])
+        for r in recs:
+            judgements.annotate(r, judged)
     return judgements.summary()
 
 
-def _groups(records: list[Record]) -> dict[tuple, list[Record]]:
-    out: dict[tuple, list[Record]] = {}
-    for r in records:
-        out.setdefault((r["path"], r["modality"], r["salt_mode"]), []).append(r)
-    return out
-
-
-def _counts(records: list[Record]) -> Counter:
-    n = Counter(r["judgement"] for r in records)
-    return Counter(
-        requests=len(records), judged=n[Judged.MET] + n[Judged.LEAK] + n[Judged.UNDER_HIT],
-        **{j: n[j] for j in JUDGEMENTS},
+def _counts(r: Record) -> dict[str, int]:
+    """One judged record's part of the counts (:data:`COUNT_KEYS`)."""
+    verdict = r["judgement"]
+    return {
+        "requests": 1, "judged": int(verdict in (Judged.MET, Judged.LEAK, Judged.UNDER_HIT)),
+        verdict: 1,
         # Unjudged only because blocks of an earlier request's output might match.
-        unjudged_output_blocks=sum(
-            r["judgement"] == Judged.UNJUDGED
-            and r["cached_upper"] - r.get("output_block_tokens", 0) == r["cached_lower"]
-            for r in records),
-        leaked_tokens=sum(r.get("leaked_tokens") or 0 for r in records),
-        missing_tokens=sum(r.get("missing_tokens") or 0 for r in records))
+        "unjudged_output_blocks": int(
+            verdict == Judged.UNJUDGED
+            and r["cached_upper"] - r.get("output_block_tokens", 0) == r["cached_lower"]),
+        "leaked_tokens": r.get("leaked_tokens") or 0,
+        "missing_tokens": r.get("missing_tokens") or 0}
 
 
 def _complete(counts: Counter) -> dict:
@@ -169,29 +173,43 @@ def expectation(record: Record, block_size: int) -> str | None:
     return FULL if expected == full_hit_tokens(record["prompt_tokens"], block_size) else PARTIAL
 
 
-def oracle_agreement(records: list[Record], primed: bool, block_size: int) -> dict:
+class OracleAgreement:
     """Does the workload's oracle (computed when the workload was generated) agree with the
-    cache model on what was actually sent?
+    cache model on what was actually sent? Fed judged records one at a time.
 
     Compared on the salted passes of the paths that carry media (the oracle keys media by
     content; the token path drops media), on the first traversal of the workload
     (``prime`` if primed, else ``measure``), where the model's expectation is exact. Not
     behind a router: the oracle knows one cache, not where the router sends requests.
-    Results of several calls (a pass each) add up with :func:`add_agreement`.
     """
-    first = "prime" if primed else MEASURE
-    compared = [(r, expectation(r, block_size)) for r in records
-                if r["phase"] == first and r["salt_mode"] == "salted" and not behind_router(r)
-                and r["path"] in media_paths() and r.get("oracle") in (FULL, NONE)]
-    compared = [(r, e) for r, e in compared if e is not None]
-    disagree = [{"path": r["path"], "request_id": r["request_id"], "oracle": r["oracle"],
-                 "model": e} for r, e in compared if r["oracle"] != e]
-    return {"compared": len(compared), "agreed": len(compared) - len(disagree),
-            "disagreements": disagree[:MAX_DISAGREEMENTS]}
+
+    def __init__(self, primed: bool, block_size: int) -> None:
+        self.first, self.block_size = "prime" if primed else MEASURE, block_size
+        self.compared = self.agreed = 0
+        self.disagreements: list[dict] = []
+
+    def add(self, r: Record) -> None:
+        if not (r["phase"] == self.first and r["salt_mode"] == "salted"
+                and not behind_router(r) and r["path"] in media_paths()
+                and r.get("oracle") in (FULL, NONE)):
+            return
+        if (model := expectation(r, self.block_size)) is None:
+            return
+        self.compared += 1
+        if r["oracle"] == model:
+            self.agreed += 1
+        elif len(self.disagreements) < MAX_DISAGREEMENTS:
+            self.disagreements.append({"path": r["path"], "request_id": r["request_id"],
+                                       "oracle": r["oracle"], "model": model})
+
+    def summary(self) -> dict:
+        return {"compared": self.compared, "agreed": self.agreed,
+                "disagreements": self.disagreements}
 
 
-def add_agreement(total: dict, part: dict) -> dict:
-    """Two :func:`oracle_agreement` results as one."""
-    return {"compared": total["compared"] + part["compared"],
-            "agreed": total["agreed"] + part["agreed"],
-            "disagreements": (total["disagreements"] + part["disagreements"])[:MAX_DISAGREEMENTS]}
+def oracle_agreement(records: list[Record], primed: bool, block_size: int) -> dict:
+    """:class:`OracleAgreement` over judged ``records``."""
+    agreement = OracleAgreement(primed, block_size)
+    for r in records:
+        agreement.add(r)
+    return agreement.summary()

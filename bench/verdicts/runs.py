@@ -23,17 +23,16 @@ def counters_agree(delta: dict[str, float], prompt_tokens: int | None,
 
 class PromptTokens:
     """Logical requests whose prompt token count differs between paths that carry media,
-    gathered a pass at a time (one count per request and salt mode is kept)."""
+    fed one record at a time (a count per request, path and salt mode is kept)."""
 
     def __init__(self) -> None:
         self.seen: dict[tuple, dict[str, int]] = {}
 
-    def add(self, records: list[Record]) -> None:
-        for r in records:
-            if (r["ok"] and r["path"] in media_paths() and r["phase"] == MEASURE
-                    and r.get("prompt_tokens") is not None):
-                self.seen.setdefault((r["request_id"], r["salt_mode"]), {})[r["path"]] = (
-                    r["prompt_tokens"])
+    def add(self, r: Record) -> None:
+        if (r["ok"] and r["path"] in media_paths() and r["phase"] == MEASURE
+                and r.get("prompt_tokens") is not None):
+            self.seen.setdefault((r["request_id"], r["salt_mode"]), {})[r["path"]] = (
+                r["prompt_tokens"])
 
     def mismatches(self) -> list[dict]:
         return [{"request_id": rid, "salt_mode": mode, "prompt_tokens": counts}

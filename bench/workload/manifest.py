@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from bench.docio import read_document, write_text
 from bench.errors import BenchError
 from bench.vocab import EXPECTATIONS
@@ -115,7 +117,7 @@ def iter_lines(file: Path, kind: str) -> Iterator[dict[str, Any]]:
     with handle:
         for lineno, text in enumerate(handle, 1):
             try:
-                obj = json.loads(text)
+                obj = orjson.loads(text)
             except ValueError as exc:
                 raise BenchError(f"{file}:{lineno}: not JSON: {exc}") from None
             problem = check(kind, obj)
