@@ -46,6 +46,7 @@ from bench.verdicts.requests import (
     OracleAgreement,
     behind_router,
     judged_phase,
+    layouts_by_request,
     to_sent,
 )
 from bench.verdicts.runs import PromptTokens, counters_agree
@@ -139,7 +140,7 @@ def build_results(run_id: str, metadata: dict, passes: list[PassInfo], records: 
     infos = {p.index: p for p in passes}
     summaries, groups, replica_rows = [], [], []
     for index in sorted(infos.keys() | set(records.indices())):
-        shapes = {s["request_id"]: s for s in layouts.read(index)}
+        shapes = layouts_by_request(layouts.read(index))
         judged = judgements.judge([to_sent(r, shapes.get(r["request_id"]))
                                    for r in records.read(index) if judged_phase(r)])
         tally, by_group, routed = PassTally(), {}, []

@@ -3,9 +3,10 @@
 The timing copies ``async_request_openai_chat_completions`` in
 ``vllm/benchmarks/lib/endpoint_request_func.py``: the clock starts just before the
 request is sent; a token event is stamped when the bytes that complete its SSE message
-arrive (vLLM stamps it after reading them, before JSON decoding: the same moment, less its
-own delay in getting round to them); the first token event gives TTFT, each later one an ITL gap; E2EL ends
-at the last *token* event, so the trailing usage chunk and ``[DONE]`` do not count.
+arrive (vLLM stamps it after reading them, before JSON decoding: the same moment, less
+its own delay in getting round to them); the first token event gives TTFT, each later
+one an ITL gap; E2EL ends at the last *token* event, so the trailing usage chunk and
+``[DONE]`` do not count.
 An optional second rule, ``carries_tokens``, times the gaps between events that carry
 generated text or token ids only (chat's role-only first chunk is a token event for vLLM's
 rule but carries no token), so that paths compare like with like.

@@ -24,7 +24,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import asdict, replace
 
 from bench.metrics import group_by
-from bench.run.records import LayoutLine, PassInfo, Record
+from bench.run.records import PassInfo, Record
 from bench.verdicts import prefix_model as pm
 from bench.verdicts.requests import behind_router, to_sent
 from bench.verdicts.runs import counters_agree
@@ -132,13 +132,13 @@ def summarise(passes: list[dict]) -> list[dict]:
     return out
 
 
-def replica_pass(info: PassInfo, records: list[Record], layouts: list[LayoutLine],
+def replica_pass(info: PassInfo, records: list[Record], shapes: dict[str, pm.Layout | None],
                  block_size: int) -> dict | None:
     """One pass's row of the ``replicas`` section (:func:`pass_routing`, over its prime and
-    measure requests); None if the pass was not sent behind a router."""
+    measure requests; ``shapes``: :func:`~bench.verdicts.requests.layouts_by_request`);
+    None if the pass was not sent behind a router."""
     if not any(behind_router(r) for r in records):
         return None
-    shapes = {s["request_id"]: s for s in layouts}
     recs = [r for r in records if r["phase"] in ("prime", MEASURE)]
     sent = [to_sent(r, shapes.get(r["request_id"])) for r in recs]
     return pass_routing(asdict(info), recs, sent, block_size)

@@ -12,7 +12,7 @@ summed apart, never netted.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
 
 from bench.paths import media_paths
 from bench.run.records import LayoutLine, Record
@@ -52,13 +52,17 @@ def cache_domain(record: Record) -> Hashable:
     return record["salt_digest"]
 
 
-def to_sent(record: Record, shape: LayoutLine | None) -> pm.Sent:
+def layouts_by_request(lines: Iterable[LayoutLine]) -> dict[str, pm.Layout | None]:
+    """One pass's rendered layouts by request id (None where the render failed)."""
+    return {line["request_id"]: pm.Layout(line["n_tokens"], tuple(line["block_keys"]))
+            if "block_keys" in line else None for line in lines}
+
+
+def to_sent(record: Record, layout: pm.Layout | None) -> pm.Sent:
     """The cache model's view of a record and its rendered layout (none: unknown, as for a
-    request behind a router that no replica claims)."""
-    layout = None
-    if shape and "block_keys" in shape and (not record["ok"]
-                                            or shape["n_tokens"] == record["prompt_tokens"]):
-        layout = pm.Layout(shape["n_tokens"], tuple(shape["block_keys"]))
+    request behind a router that no replica claims, or one rendered to another length)."""
+    if layout is not None and record["ok"] and layout.n_tokens != record["prompt_tokens"]:
+        layout = None
     if behind_router(record) and record["replica"] is None:
         layout = None
     first = None
@@ -137,7 +141,7 @@ def judge_records(records: list[Record], layouts: list[LayoutLine], block_size: 
     for r in filter(judged_phase, records):
         by_pass.setdefault(r["pass"], []).append(r)  # type: ignore[typeddict-item]
     for index, recs in by_pass.items():
-        shapes = {s["request_id"]: s for s in layouts if s["pass"] == index}  # type: ignore[typeddict-item]
+        shapes = layouts_by_request(s for s in layouts if s["pass"] == index)  # type: ignore[typeddict-item]
         judged = judgements.judge([to_sent(r, shapes.get(r["request_id"])) for r in recs])
         for r in recs:
             judgements.annotate(r, judged)

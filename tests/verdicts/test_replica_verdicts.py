@@ -6,7 +6,12 @@ from __future__ import annotations
 from bench.run.records import PassInfo
 from bench.verdicts import prefix_model as pm
 from bench.verdicts.replicas import load, replica_pass, replica_section, routing
-from bench.verdicts.requests import cache_domain, judge_records, oracle_agreement
+from bench.verdicts.requests import (
+    cache_domain,
+    judge_records,
+    layouts_by_request,
+    oracle_agreement,
+)
 from bench.verdicts.runs import replica_problems
 
 B = 32
@@ -54,7 +59,7 @@ def _judged_section(records: list[dict], deltas: dict) -> tuple[dict, dict]:
     judgements = judge_records(records, layouts, B, None)
     info = PassInfo(0, "chat", "salted", "tag", replicas={"attribution": "response-header",
                                                           "counters": deltas})
-    return judgements, replica_section([replica_pass(info, records, layouts, B)])
+    return judgements, replica_section([replica_pass(info, records, layouts_by_request(layouts), B)])
 
 
 def test_a_repeat_on_another_replica_is_met_with_zero_and_a_hit_there_is_a_leak() -> None:
