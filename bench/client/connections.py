@@ -228,7 +228,8 @@ class Connections:
             return Reply(failure=Failure.TIMEOUT_CONNECT,
                          error=f"connect timeout after {connect_timeout_s:g} s")
         except OSError as exc:
-            detail = (exc.strerror if isinstance(exc, socket.gaierror)
+            detail = (str(exc) if isinstance(exc, ssl.SSLError)  # its errno is not the cause
+                      else exc.strerror if isinstance(exc, socket.gaierror)
                       else os.strerror(exc.errno) if exc.errno else str(exc))
             return Reply(failure=Failure.CONNECT,
                          error=f"cannot connect to {origin.host}:{origin.port}: {detail}")

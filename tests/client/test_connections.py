@@ -7,7 +7,11 @@ client's own edge cases; how vLLM behaves is tested against vLLM).
 from __future__ import annotations
 
 import asyncio
+import shutil
+import ssl
+import subprocess
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 import pytest
 
@@ -206,3 +210,40 @@ def test_a_failed_or_cancelled_stream_closes_its_connection() -> None:
 def test_streams_need_a_scope() -> None:
     with pytest.raises(RuntimeError, match="streaming"):
         asyncio.run(post("http://127.0.0.1:1/"))
+
+
+@pytest.fixture
+def certificate(tmp_path: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and its key (openssl's command line)."""
+    if shutil.which("openssl") is None:
+        pytest.skip("no openssl command to make a certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    return cert, key
+
+
+def test_https_streams_verify_the_server(certificate: tuple[Path, Path],
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    cert, key = certificate
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+
+    async def go() -> list[StreamResult]:
+        server = RawServer([GOOD, GOOD])
+        listener = await asyncio.start_server(server.handle, "127.0.0.1", 0, ssl=context)
+        url = f"https://127.0.0.1:{listener.sockets[0].getsockname()[1]}/v1/chat/completions"
+        try:
+            async with streaming():
+                untrusted = await post(url)
+            monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # trust it from now on
+            async with streaming():
+                return [untrusted, await post(url)]
+        finally:
+            listener.close()
+
+    untrusted, trusted = asyncio.run(go())
+    assert untrusted.failure == Failure.CONNECT, untrusted.error
+    assert "CERTIFICATE_VERIFY_FAILED" in untrusted.error
+    assert trusted.ok and trusted.n_events == 2, trusted.error
