@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import importlib
 import logging
 import signal
@@ -53,8 +54,20 @@ _stopped_by: list[int] = []
 
 def _stop(signum: int, frame: object) -> None:
     """SIGINT and SIGTERM: unwind (outputs are written and servers stopped on the way);
-    a second one while unwinding escalates (see ``ManagedServer.stop``)."""
+    a second one while unwinding escalates (see ``ManagedServer.stop``).
+
+    Inside a running event loop the interrupt is raised by the loop itself, from a callback
+    of its own: raised in a protocol callback it would be lost (uvloop closes the
+    connection and goes on; httptools turns it into a parser error)."""
     _stopped_by.append(signum)
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        raise KeyboardInterrupt from None
+    loop.call_soon_threadsafe(_interrupt)
+
+
+def _interrupt() -> None:
     raise KeyboardInterrupt
 
 

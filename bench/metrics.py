@@ -129,14 +129,19 @@ def group_by(records: Iterable[dict], keys: tuple[str, ...]) -> dict[tuple, list
     return groups
 
 
-def aggregate_groups(
-    records: Iterable[dict], keys: tuple[str, ...], duration_s: float
-) -> list[dict]:
-    """One row per group: the ``keys`` fields, then ``aggregate`` of the group.
+class GroupMetrics:
+    """:class:`Metrics` per group of records (by the tuple of their ``keys`` values,
+    missing: ``None``), in first-seen order, fed one record at a time."""
 
-    Throughputs use the whole run's ``duration_s``, so a group's throughput is its share.
-    """
-    return [
-        {**dict(zip(keys, values)), **aggregate(group, duration_s)}
-        for values, group in group_by(records, keys).items()
-    ]
+    def __init__(self, keys: tuple[str, ...]) -> None:
+        self.keys = keys
+        self.groups: dict[tuple, Metrics] = {}
+
+    def add(self, r: dict) -> None:
+        self.groups.setdefault(tuple(r.get(k) for k in self.keys), Metrics()).add(r)
+
+    def rows(self, duration_s: float) -> list[dict]:
+        """One row per group: the ``keys`` fields, then its metrics. Throughputs use the
+        whole run's ``duration_s``, so a group's throughput is its share."""
+        return [{**dict(zip(self.keys, values)), **m.result(duration_s)}
+                for values, m in self.groups.items()]

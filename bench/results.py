@@ -35,7 +35,7 @@ import numpy as np
 
 from bench import SCHEMA_VERSION
 from bench.docio import read_document, write_json
-from bench.metrics import Metrics, group_by
+from bench.metrics import GroupMetrics, Metrics, group_by
 from bench.outputs import RESULTS_KIND
 from bench.registry import METRICS
 from bench.run import counters
@@ -98,14 +98,6 @@ class PassTally:
                                                  metrics["cached_tokens"])}
 
 
-def hit_miss_ttft(records: list[Record]) -> dict:
-    """TTFT percentiles of prefix-cache hits and of misses (:class:`PassTally`)."""
-    tally = PassTally()
-    for r in records:
-        tally.add_outcome(r)
-    return tally.hit_miss_ttft()
-
-
 def spread(groups: list[dict]) -> list[dict]:
     """Per path x modality x salt mode with two or more repetitions: each headline metric's
     mean over the repetitions and its coefficient of variation (sample std / mean)."""
@@ -143,7 +135,7 @@ def build_results(run_id: str, metadata: dict, passes: list[PassInfo], records: 
         shapes = layouts_by_request(layouts.read(index))
         judged = judgements.judge([to_sent(r, shapes.get(r["request_id"]))
                                    for r in records.read(index) if judged_phase(r)])
-        tally, by_group, routed = PassTally(), {}, []
+        tally, by_group, routed = PassTally(), GroupMetrics(GROUP_KEYS), []
         for r in records.read(index):
             if judged_phase(r):
                 judgements.annotate(r, judged)
@@ -153,13 +145,13 @@ def build_results(run_id: str, metadata: dict, passes: list[PassInfo], records: 
             prompt_tokens.add(r)
             if r["phase"] == MEASURE:
                 tally.add(r)
-                by_group.setdefault(tuple(r.get(k) for k in GROUP_KEYS), Metrics()).add(r)
+                by_group.add(r)
         if (info := infos.get(index)) is None:
             continue
         summaries.append(tally.summary(info))
         # A group's throughput is its share of its own pass's duration.
-        groups += [{**dict(zip(GROUP_KEYS, key)), **m.result(info.duration_s),
-                    "repetition": info.repetition} for key, m in by_group.items()]
+        groups += [{**row, "repetition": info.repetition}
+                   for row in by_group.rows(info.duration_s)]
         replica_rows.append(replica_pass(info, routed, shapes, block_size) if routed else None)
     return {
         "schema_version": SCHEMA_VERSION, "kind": RESULTS_KIND, "run_id": run_id,

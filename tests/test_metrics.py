@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from bench.metrics import aggregate, aggregate_groups, group_by
+from bench.metrics import GroupMetrics, aggregate, group_by
 
 A = {"ok": True, "prompt_tokens": 100, "cached_tokens": 60, "output_tokens": 3, "ttft_ms": 10.0,
      "itl_ms": [4.0, 6.0], "e2el_ms": 20.0, "expected_cached_tokens": 64, "salt": "a", "mode": "img"}
@@ -66,10 +66,13 @@ def test_missing_cached_tokens_gives_no_hit_rate():
     assert m["cached_tokens"] is None and m["hit_rate"] is None
 
 
-def test_group_by_and_aggregate_groups():
+def test_group_by_and_group_metrics():
     groups = group_by(RECORDS, ("mode",))
     assert groups == {("img",): [A, B, FAILED], ("audio",): [C]}
-    rows = aggregate_groups(RECORDS, ("salt", "mode"), 2.0)
+    grouped = GroupMetrics(("salt", "mode"))
+    for r in RECORDS:
+        grouped.add(r)
+    rows = grouped.rows(2.0)
     assert [(r["salt"], r["mode"], r["completed"], r["failed"]) for r in rows] == [
         ("a", "img", 1, 0), ("b", "img", 1, 1), ("a", "audio", 1, 0)
     ]

@@ -9,10 +9,17 @@ from pathlib import Path
 import pytest
 
 from bench.outputs import LAYOUTS_FILE, RECORDS_FILE, RESULTS_FILE
-from bench.results import build_results, hit_miss_ttft
+from bench.results import PassTally, build_results
 from bench.run.records import PassInfo, PassLines
 
 FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def hit_miss_ttft(records: list[dict]) -> dict:
+    tally = PassTally()
+    for r in records:
+        tally.add_outcome(r)
+    return tally.hit_miss_ttft()
 
 
 def test_hit_and_miss_ttft_split_on_cached_tokens() -> None:

@@ -59,7 +59,7 @@ class Record(Exchange, total=False):
     start_s: float          # since the run started, before the request was built
     end_s: float            # since the run started, when its stream ended
     seq: int                # the order in which requests finished
-    # Added in memory by bench.verdicts.requests.judge_records, never written:
+    # Added in memory by bench.verdicts.requests.Judgements.annotate, never written:
     judgement: str          # bench.vocab.Judged
     cached_lower: int       # cached tokens the salt rules guarantee
     cached_upper: int       # cached tokens the salt rules allow

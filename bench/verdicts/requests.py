@@ -132,22 +132,6 @@ def judged_phase(record: Record) -> bool:
     return record["phase"] in ("prime", MEASURE)
 
 
-def judge_records(records: list[Record], layouts: list[LayoutLine], block_size: int,
-                  kv_capacity_blocks: int | None) -> dict:
-    """Judge and annotate every record of the ``prime`` and ``measure`` phases, all in
-    memory (:func:`bench.results.build_results` streams them instead)."""
-    judgements = Judgements(block_size, kv_capacity_blocks)
-    by_pass: dict[int, list[Record]] = {}
-    for r in filter(judged_phase, records):
-        by_pass.setdefault(r["pass"], []).append(r)  # type: ignore[typeddict-item]
-    for index, recs in by_pass.items():
-        shapes = layouts_by_request(s for s in layouts if s["pass"] == index)  # type: ignore[typeddict-item]
-        judged = judgements.judge([to_sent(r, shapes.get(r["request_id"])) for r in recs])
-        for r in recs:
-            judgements.annotate(r, judged)
-    return judgements.summary()
-
-
 def _counts(r: Record) -> dict[str, int]:
     """One judged record's part of the counts (:data:`COUNT_KEYS`)."""
     verdict = r["judgement"]
@@ -209,11 +193,3 @@ class OracleAgreement:
     def summary(self) -> dict:
         return {"compared": self.compared, "agreed": self.agreed,
                 "disagreements": self.disagreements}
-
-
-def oracle_agreement(records: list[Record], primed: bool, block_size: int) -> dict:
-    """:class:`OracleAgreement` over judged ``records``."""
-    agreement = OracleAgreement(primed, block_size)
-    for r in records:
-        agreement.add(r)
-    return agreement.summary()

@@ -3,15 +3,12 @@ per-replica counter agreement and the problems that fail CI."""
 
 from __future__ import annotations
 
+from in_memory import judge_records, oracle_agreement
+
 from bench.run.records import PassInfo
 from bench.verdicts import prefix_model as pm
 from bench.verdicts.replicas import load, replica_pass, replica_section, routing
-from bench.verdicts.requests import (
-    cache_domain,
-    judge_records,
-    layouts_by_request,
-    oracle_agreement,
-)
+from bench.verdicts.requests import cache_domain, layouts_by_request
 from bench.verdicts.runs import replica_problems
 
 B = 32

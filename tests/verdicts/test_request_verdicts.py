@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from in_memory import judge_records, oracle_agreement
+
 from bench.verdicts.prefix_model import layout
-from bench.verdicts.requests import full_hit_tokens, judge_records, oracle_agreement
+from bench.verdicts.requests import full_hit_tokens
 from bench.verdicts.runs import problems
 
 B = 4
