@@ -201,9 +201,15 @@ def _lines(path: Path) -> Iterator[tuple[int, dict]]:
         raise BenchError(f"cannot read records file {path}: {exc}") from exc
 
 
+def iter_records(path: str | os.PathLike[str]) -> Iterator[Record]:
+    """A records file's records, one at a time (see :func:`_lines` for what is skipped and
+    what raises)."""
+    return (record for _, record in _lines(Path(path)))  # type: ignore[misc]
+
+
 def read_records(path: str | os.PathLike[str]) -> list[Record]:
-    """Read a records file (see :func:`_lines` for what is skipped and what raises)."""
-    return [record for _, record in _lines(Path(path))]  # type: ignore[misc]
+    """A records file's records, all in memory."""
+    return list(iter_records(path))
 
 
 class PassLines:

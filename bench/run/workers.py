@@ -11,6 +11,7 @@ stay in the main process. Workers die with the main process (PR_SET_PDEATHSIG).
 from __future__ import annotations
 
 import asyncio
+import heapq
 import multiprocessing
 import multiprocessing.pool
 import signal
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING
 from bench import aio
 from bench.engine.reaper import die_with_parent
 from bench.outputs import RECORDS_FILE
-from bench.run.records import PassInfo, RecordWriter, read_records
+from bench.run.records import PassInfo, RecordWriter, iter_records
 
 if TYPE_CHECKING:
     from bench.run.passes import Runner
@@ -85,13 +86,16 @@ class Workers:
             runner.stop(reason)
 
     def merge(self) -> None:
-        """Append the workers' records in the order they finished, numbered on from ``seq``."""
-        records = [r for part in self.parts() if part.exists() for r in read_records(part)]
-        for r in sorted(records, key=lambda r: r["end_s"]):
+        """Append the workers' records in the order they finished, numbered on from ``seq``
+        (each part is in that order already: they are merged as they are read)."""
+        parts = [iter_records(part) for part in self.parts() if part.exists()]
+        merged = 0
+        for r in heapq.merge(*parts, key=lambda r: r["end_s"]):
             self.runner.seq += 1
             r["seq"] = self.runner.seq
             self.runner.writer.write(r)
-        self.runner.advance(len(records))
+            merged += 1
+        self.runner.advance(merged)
         for part in self.parts():
             part.unlink(missing_ok=True)
 
