@@ -16,7 +16,7 @@ from bench.engine.spec import engine_spec_arg
 from bench.errors import BenchError
 from bench.paths import PATHS
 from bench.paths.media_urls import URL_MODES
-from bench.run.passes import RunOptions
+from bench.run.settings import RunOptions
 from bench.vocab import SALT_MODES
 
 
@@ -84,6 +84,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--media-url", choices=URL_MODES, default="data",
                    help="send media inline (data:) or as file:// URLs (managed server)")
     g.add_argument("--audio-part", choices=("audio_url", "input_audio"), default="audio_url")
+    g.add_argument("--allow-unjudged", action="store_true",
+                   help="do not fail the run on requests the cache model cannot judge "
+                        "exactly (no layout, or a source in flight: e.g. under concurrency)")
     g.add_argument("--out", type=Path, help="output directory (default: reports/<run-id>)")
 
 
@@ -97,7 +100,8 @@ def options_from(args: argparse.Namespace) -> RunOptions:
         warmup=args.warmup, prime=args.prime, repeat=args.repeat, timeout_s=args.timeout,
         connect_timeout_s=args.connect_timeout, first_byte_timeout_s=args.first_byte_timeout,
         deadline_s=args.deadline, workers=args.workers,
-        media_url=args.media_url, audio_part=args.audio_part)
+        media_url=args.media_url, audio_part=args.audio_part,
+        allow_unjudged=args.allow_unjudged)
 
 
 def add_target_arguments(parser: argparse.ArgumentParser, *, engines: bool = False) -> None:

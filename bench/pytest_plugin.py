@@ -48,8 +48,8 @@ A table in the terminal summary names test, metric, base, new, change and thresh
 
 This gate is threshold-only: pytest-benchmark stores one value per metric, so there is no
 interval and no notion of noise; a change beyond the threshold fails even when it is
-within the run-to-run spread. ``saltbench compare`` is the statistical gate (bootstrap
-intervals over requests and repetitions). Not for pytest-xdist (pytest-benchmark turns
+within the run-to-run spread. ``saltbench compare`` is the statistical gate (t
+intervals over server starts). Not for pytest-xdist (pytest-benchmark turns
 itself off under it too).
 """
 
@@ -110,7 +110,7 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture(scope="session")
 def saltbench_target(pytestconfig: pytest.Config) -> Iterator[Target]:
     """The server of the session: ``--saltbench-server-url`` or a managed tiny model."""
-    from bench.engine.target import open_target
+    from bench.engine.open import open_target
     from bench.options import target_args
     url = pytestconfig.getoption("saltbench_server_url") or os.environ.get(SERVER_ENV) or None
     args = target_args(server_url=url, model_preset="tiny", start_timeout=900.0)
@@ -137,11 +137,11 @@ def run_scenario(benchmark: Any, target: Target, out_root: Path, spec: str,
     """``rounds`` timed runs of the workload; fills ``benchmark.extra_info``; the results."""
     from rich.console import Console
 
+    from bench.measured.records import read_records
     from bench.outputs import new_run_id
     from bench.paths import PATHS
-    from bench.run.passes import RunOptions
-    from bench.run.records import read_records
     from bench.run.session import run_benchmark
+    from bench.run.settings import RunOptions
     from bench.workload import open_workload
 
     workload = open_workload(spec, seed, requests)  # generated (or reused) outside the timing
@@ -235,7 +235,7 @@ class GateOutcome:
 
 def change_of(metric_name: str, base: float, new: float) -> float:
     """``new`` against ``base``: a fraction (relative metrics) or percentage points."""
-    from bench.compare.bootstrap import change
+    from bench.compare.intervals import change
     from bench.registry import METRICS
     if base == 0 and new == 0:
         return 0.0

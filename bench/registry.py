@@ -3,8 +3,8 @@ change is measured and what change a gate tolerates by default.
 
 Names are the keys of :func:`bench.metrics.aggregate` (vLLM's ``vllm bench serve`` names
 where one exists). A metric is either computed from requests (``reducer`` over per-request
-``columns``; a bootstrap can resample requests) or only per pass (throughputs: only
-repetitions give it a spread; leaked tokens: summed).
+``columns``: one value per repetition from its requests) or only per pass (throughputs: one
+value per pass; leaked tokens: summed).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ Schema (``schema_version`` = :data:`bench.SCHEMA_VERSION`)::
      "metadata": {saltbench/machine/date, "target": {...}, "workload": {...}, "options": {...}},
      "passes": [{"index", "path", "salt_mode", "tag", "repetition", "duration_s",
                  "counters": {delta},
-                 "hit_rate_requests", "hit_rate_counters", "counters_agree",
+                 "hit_rate_requests", "hit_rate_counters", "counters_agree", "counters_exact",
                  "failures": {kind: count}, "failure_examples": {kind: an error},
                  "{hit,miss}_count", "p{50,99}_ttft_{hit,miss}_ms", **metrics}],
      "groups": [{"path", "modality", "salt_mode", "repetition", **metrics}],
@@ -35,11 +35,11 @@ import numpy as np
 
 from bench import SCHEMA_VERSION
 from bench.docio import read_document, write_json
+from bench.measured import counters
+from bench.measured.records import PassInfo, PassLines, Record
 from bench.metrics import GroupMetrics, Metrics, group_by
 from bench.outputs import RESULTS_KIND
 from bench.registry import METRICS
-from bench.run import counters
-from bench.run.records import PassInfo, PassLines, Record
 from bench.verdicts.replicas import replica_pass, replica_section
 from bench.verdicts.requests import (
     Judgements,
@@ -49,7 +49,7 @@ from bench.verdicts.requests import (
     layouts_by_request,
     to_sent,
 )
-from bench.verdicts.runs import PromptTokens, counters_agree
+from bench.verdicts.runs import PromptTokens, counters_agree, counters_exact
 from bench.vocab import FAILURES, MEASURE
 
 GROUP_KEYS = ("path", "modality", "salt_mode")
@@ -95,6 +95,8 @@ class PassTally:
                 "hit_rate_requests": metrics["hit_rate"],
                 "hit_rate_counters": counters.counter_hit_rate(info.counters),
                 "counters_agree": counters_agree(info.counters, metrics["prompt_tokens"],
+                                                 metrics["cached_tokens"]),
+                "counters_exact": counters_exact(info.counters, metrics["prompt_tokens"],
                                                  metrics["cached_tokens"])}
 
 

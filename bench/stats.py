@@ -1,76 +1,107 @@
-"""Statistics for the timing side channel: effect size, one-sided test, multiplicity, power.
+"""Statistics for the timing side channel: effect size, one-sided paired test, multiplicity,
+power.
 
-Each (path, modality) row has two small TTFT samples: ``slow`` (media never seen) and
-``fast`` (media another tenant already sent). The effect size is the AUC, P(slow > fast);
-the evidence is a one-sided Mann-Whitney test, Holm-adjusted across the rows of a run.
-A percentile bootstrap interval is reported for the AUC as a description only; the test
-decides. A row without evidence is reported
-as "no evidence", never "indistinguishable", next to the smallest AUC its sample sizes
-could have detected at all.
+Each (path, modality) row holds TTFT pairs, sent one after the other (in random order
+within a pair): ``slow`` (e.g. media never seen) and ``fast`` (media another tenant already
+sent). Everything works on the pair differences d = slow - fast. The evidence is a
+one-sided Wilcoxon signed-rank test; the effect size that goes with it is the paired AUC
+T+ / (T+ + T-), the signed-rank sum's share on the "slow is slower" side (0.5: no
+difference; 1.0: slower in every pair; for normal differences it estimates
+P(d1 + d2 > 0) of two independent pairs). Holm's adjustment runs across the rows of the
+tested family only (the cross-tenant rows); positive controls are tested alone.
+A percentile bootstrap interval (pairs resampled) describes the effect; the test decides.
+A row without evidence is reported as "no evidence", never "indistinguishable", next to
+the smallest paired AUC its pair count could have detected at all.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import bootstrap, mannwhitneyu, norm, permutation_test, rankdata
+from scipy.stats import bootstrap, norm, rankdata, wilcoxon
 
-# The exact null distribution of U costs little up to about 100 x 100 pairs, then grows fast.
-_EXACT_MAX_PAIRS = 10_000
 _PERMUTATIONS = 19_999
 _PERMUTATION_SEED = 0
+#: The exact null distribution of the signed-rank sum is cheap up to this many pairs.
+_EXACT_MAX_PAIRS = 200
 #: A row's finding.
 DISTINGUISHABLE, NO_EVIDENCE, TOO_FEW_SAMPLES = "distinguishable", "no evidence", "too few samples"
 
 
-def _auc_along(slow: np.ndarray, fast: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Vectorized AUC: Mann-Whitney U of ``slow`` over ``n_a * n_b``."""
-    u = mannwhitneyu(slow, fast, axis=axis, method="asymptotic").statistic
-    return u / (slow.shape[axis] * fast.shape[axis])
+def _differences(slow: Sequence[float], fast: Sequence[float]) -> np.ndarray:
+    a, b = np.asarray(slow, float), np.asarray(fast, float)
+    if a.shape != b.shape:
+        raise ValueError(f"paired samples differ in length: {a.size} and {b.size}")
+    return a - b
 
 
-def auc(slow: Sequence[float], fast: Sequence[float]) -> float:
-    """P(a draw from ``slow`` > a draw from ``fast``), ties counting one half."""
-    return float(_auc_along(np.asarray(slow, float), np.asarray(fast, float)))
+def _paired_auc_along(d: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Vectorized paired AUC of differences ``d``: the rank sum (ranks of ``|d|``) of the
+    positive differences over the total, zero differences counting one half."""
+    ranks = rankdata(np.abs(d), axis=axis)
+    positive = np.sum(np.where(d > 0, ranks, 0.0) + np.where(d == 0, ranks / 2, 0.0), axis=axis)
+    n = d.shape[axis]
+    return positive / (n * (n + 1) / 2)
 
 
-def auc_interval(slow: Sequence[float], fast: Sequence[float], *, level: float = 0.95,
-                 resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap interval of :func:`auc`, both samples resampled independently."""
-    result = bootstrap((np.asarray(slow, float), np.asarray(fast, float)), _auc_along,
-                       n_resamples=resamples, vectorized=True, paired=False, axis=-1,
-                       confidence_level=level, method="percentile",
+def paired_auc(slow: Sequence[float], fast: Sequence[float]) -> float:
+    """T+ / (T+ + T-) of the pair differences ``slow - fast`` (zero differences split)."""
+    return float(_paired_auc_along(_differences(slow, fast)))
+
+
+def paired_auc_interval(slow: Sequence[float], fast: Sequence[float], *, level: float = 0.95,
+                        resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of :func:`paired_auc`, the pairs resampled."""
+    result = bootstrap((_differences(slow, fast),), _paired_auc_along, n_resamples=resamples,
+                       vectorized=True, axis=-1, confidence_level=level, method="percentile",
                        rng=np.random.default_rng(seed))
     return float(result.confidence_interval.low), float(result.confidence_interval.high)
 
 
-def _rank_sum(slow_ranks: np.ndarray, fast_ranks: np.ndarray, axis: int) -> np.ndarray:
-    """Wilcoxon rank sum of the first sample (U plus a constant)."""
-    return np.sum(slow_ranks, axis=axis)
+@functools.lru_cache(maxsize=64)
+def signed_rank_tail(n: int) -> np.ndarray:
+    """P(T+ >= t) for t = 0 .. n(n+1)/2 under the null: n untied pairs, each sign a fair coin
+    (read-only, cached)."""
+    counts = np.zeros(n * (n + 1) // 2 + 1)
+    counts[0] = 1.0
+    for rank in range(1, n + 1):  # subsets of the ranks 1..n by their sum
+        counts[rank:] = counts[rank:] + counts[:-rank].copy()
+    tail = np.cumsum(counts[::-1])[::-1] / 2.0 ** n
+    tail.flags.writeable = False
+    return tail
 
 
-def mwu_pvalue(slow: Sequence[float], fast: Sequence[float]) -> float:
-    """One-sided Mann-Whitney p-value for H1: ``slow`` tends to be larger than ``fast``.
+def _sign_flip_pvalue(signed: np.ndarray) -> float:
+    """P(sum of the signed ranks >= the observed one) under sign flips: all 2^n when there
+    are at most 19,999 + 1, else the observed signs and 19,999 random flips (fixed seed)."""
+    n = signed.size
+    if 2 ** n <= _PERMUTATIONS + 1:
+        flips = 1 - 2 * ((np.arange(2 ** n)[:, None] >> np.arange(n)) & 1)
+        return float(np.mean(flips @ signed >= signed.sum()))
+    rng = np.random.default_rng(_PERMUTATION_SEED)
+    null = rng.choice([-1.0, 1.0], (_PERMUTATIONS, n)) @ signed
+    return float((1 + np.sum(null >= signed.sum())) / (_PERMUTATIONS + 1))
 
-    Without ties and with at most 10,000 pairs: the exact null distribution of U.
-    Otherwise: a permutation test of the rank sum over the pooled midranks (exact
-    enumeration when there are at most 19,999 splits, else 19,999 random ones with a
-    fixed seed), which stays valid for small samples with ties where both the exact
-    (untied) distribution and the normal approximation are wrong.
+
+def signed_rank_pvalue(slow: Sequence[float], fast: Sequence[float]) -> float:
+    """One-sided Wilcoxon signed-rank p-value for H1: ``slow`` tends to exceed its pair in
+    ``fast``.
+
+    Without zero or tied ``|d|`` (and at most 200 pairs): the exact null distribution.
+    Otherwise: a sign-flip permutation test of the signed midranks (a zero difference
+    keeps its rank with sign 0), valid for small samples with ties where the exact untied
+    distribution and the normal approximation are not.
     """
-    a, b = np.asarray(slow, float), np.asarray(fast, float)
-    pooled = np.concatenate([a, b])
-    if np.unique(pooled).size == pooled.size and a.size * b.size <= _EXACT_MAX_PAIRS:
-        return float(mannwhitneyu(a, b, alternative="greater", method="exact").pvalue)
-    ranks = rankdata(pooled)
-    result = permutation_test((ranks[:a.size], ranks[a.size:]), _rank_sum,
-                              permutation_type="independent", vectorized=True,
-                              n_resamples=_PERMUTATIONS, alternative="greater",
-                              rng=np.random.default_rng(_PERMUTATION_SEED))
-    return float(result.pvalue)
+    d = _differences(slow, fast)
+    magnitude = np.abs(d)
+    ranks = rankdata(magnitude)
+    if np.all(magnitude > 0) and np.unique(magnitude).size == d.size <= _EXACT_MAX_PAIRS:
+        return float(signed_rank_tail(d.size)[round(ranks[d > 0].sum())])
+    return _sign_flip_pvalue(np.sign(d) * ranks)
 
 
 def holm(pvalues: Sequence[float | None]) -> list[float | None]:
@@ -84,49 +115,40 @@ def holm(pvalues: Sequence[float | None]) -> list[float | None]:
     return adjusted
 
 
-def min_detectable_auc(n_a: int, n_b: int, alpha: float) -> float | None:
-    """Smallest AUC whose exact one-sided p-value (no ties) is <= ``alpha`` at these sizes.
+def min_detectable_paired_auc(n: int, alpha: float) -> float | None:
+    """Smallest paired AUC whose exact one-sided p-value (untied) is <= ``alpha`` with ``n``
+    pairs; ``None`` when even slower-in-every-pair (1.0, p = 2^-n) cannot reach ``alpha``."""
+    reached = np.flatnonzero(signed_rank_tail(n) <= alpha)
+    return float(reached[0] / (n * (n + 1) / 2)) if reached.size else None
 
-    ``None`` when even complete separation (AUC 1.0) cannot reach ``alpha``.
-    """
-    pairs = n_a * n_b
-    u = np.arange(pairs + 1)
-    # One untied sample pair per U: fast is 0..n_b-1 and slow value i beats beats[u, i] of them.
-    beats = np.clip(u[:, None] - n_b * np.arange(n_a), 0, n_b)
-    slow = beats - 1 + (np.arange(n_a) + 1) / (n_a + 1)
-    p = mannwhitneyu(slow, np.arange(n_b)[None, :], axis=1, alternative="greater",
-                     method="exact").pvalue
-    reached = np.flatnonzero(p <= alpha)
-    return float(reached[0] / pairs) if reached.size else None
+
+def paired_shift(target_auc: float) -> float:
+    """Mean of normal pair differences (SD 1) whose paired AUC is ``target_auc``:
+    P(d1 + d2 > 0) = Phi(sqrt(2) * shift)."""
+    return float(norm.ppf(target_auc) / math.sqrt(2))
 
 
 def _simulated_power(n: int, shift: float, alpha: float, seed: int, simulations: int) -> float:
-    """Share of seeded draws (slow ~ N(shift, 1), fast ~ N(0, 1), n each) with p <= alpha.
-
-    Exact test up to 10,000 pairs; beyond, where it gets slow, the normal approximation.
-    """
-    rng = np.random.default_rng(seed)
-    slow = rng.normal(shift, 1.0, (simulations, n))
-    fast = rng.normal(0.0, 1.0, (simulations, n))
-    method = "exact" if n * n <= _EXACT_MAX_PAIRS else "asymptotic"
-    p = mannwhitneyu(slow, fast, axis=1, alternative="greater", method=method).pvalue
+    """Share of seeded draws (n pair differences ~ N(shift, 1)) with exact p <= alpha."""
+    d = np.random.default_rng(seed).normal(shift, 1.0, (simulations, n))
+    p = wilcoxon(d, axis=1, alternative="greater", method="exact").pvalue
     return float(np.mean(p <= alpha))
 
 
 def samples_for_power(target_auc: float = 0.8, power: float = 0.8, alpha: float = 0.05,
                       tests: int = 1, *, seed: int = 0, simulations: int = 400) -> int:
-    """Per-group sample size at which the one-sided test at ``alpha / tests`` (Holm's worst
-    case) detects a true AUC of ``target_auc`` with at least ``power``.
+    """Pairs at which the one-sided signed-rank test at ``alpha / tests`` (Holm's worst
+    case) detects a true paired AUC of ``target_auc`` with at least ``power``.
 
-    Starts from Noether's approximation and steps n by one until the seeded simulation
-    (normal samples shifted so that P(slow > fast) = ``target_auc``) just reaches ``power``.
+    Starts from Noether's approximation for the signed-rank test and steps n by one until
+    the seeded simulation (normal differences, :func:`paired_shift`) just reaches ``power``.
     """
     if not 0.5 < target_auc < 1.0:
         raise ValueError(f"target_auc must be in (0.5, 1), got {target_auc}")
     level = alpha / tests
     z = norm.ppf(1 - level) + norm.ppf(power)
-    n = max(2, math.ceil(z ** 2 / (3 * (target_auc - 0.5) ** 2) / 2))
-    shift = math.sqrt(2) * norm.ppf(target_auc)
+    n = max(2, math.ceil(z ** 2 / (3 * (target_auc - 0.5) ** 2)))
+    shift = paired_shift(target_auc)
 
     def reached(k: int) -> bool:
         return _simulated_power(k, shift, level, seed, simulations) >= power
@@ -143,36 +165,46 @@ def samples_for_power(target_auc: float = 0.8, power: float = 0.8, alpha: float 
 
 @dataclass(frozen=True)
 class SideChannelTest:
-    """Result for one (slow, fast) row of a run."""
+    """Result for one (slow, fast) row of paired samples of a run."""
 
-    auc: float | None
+    auc: float | None  # paired AUC
     ci_low: float | None
     ci_high: float | None
     p_value: float | None
+    #: Holm-adjusted within the family; a row outside it is tested alone (p itself).
     p_adjusted: float | None
     min_detectable_auc: float | None
     finding: str  # DISTINGUISHABLE | NO_EVIDENCE | TOO_FEW_SAMPLES
+    in_family: bool
 
 
 def side_channel_tests(rows: Sequence[tuple[Sequence[float], Sequence[float]]],
-                       alpha: float = 0.05) -> list[SideChannelTest]:
-    """Test every (slow, fast) row of one run, Holm-adjusted across the rows with a p-value.
+                       alpha: float = 0.05,
+                       family: Sequence[bool] | None = None) -> list[SideChannelTest]:
+    """Test every (slow, fast) row of one run (pairs: ``slow[i]`` with ``fast[i]``).
 
-    A row with fewer than 2 values in either group gets no numbers and does not count in
-    the adjustment. ``min_detectable_auc`` is taken at ``alpha / m`` (Holm's worst case).
+    The rows flagged in ``family`` (default: all) are Holm-adjusted together; the others
+    (positive controls) are each tested alone at ``alpha``. A row with fewer than 2
+    pairs gets no numbers and does not count in the adjustment. ``min_detectable_auc`` is
+    taken at ``alpha / m`` (Holm's worst case) in the family, at ``alpha`` outside it.
     """
-    usable = [len(slow) >= 2 and len(fast) >= 2 for slow, fast in rows]
-    pvalues = [mwu_pvalue(slow, fast) if ok else None for (slow, fast), ok in zip(rows, usable)]
-    adjusted = holm(pvalues)
-    tests = sum(usable)
+    family = [True] * len(rows) if family is None else list(family)
+    if len(family) != len(rows):
+        raise ValueError(f"{len(family)} family flags for {len(rows)} rows")
+    pvalues = [signed_rank_pvalue(slow, fast) if len(slow) >= 2 else None
+               for slow, fast in rows]
+    adjusted = holm([p if tested else None for p, tested in zip(pvalues, family)])
+    tests = sum(p is not None for p, tested in zip(pvalues, family) if tested)
     results = []
-    for (slow, fast), p, q in zip(rows, pvalues, adjusted):
-        if p is None or q is None:
-            results.append(SideChannelTest(None, None, None, None, None, None, TOO_FEW_SAMPLES))
+    for (slow, fast), p, q, tested in zip(rows, pvalues, adjusted, family):
+        if p is None:
+            results.append(SideChannelTest(None, None, None, None, None, None, TOO_FEW_SAMPLES,
+                                           tested))
             continue
-        low, high = auc_interval(slow, fast)
+        q = q if tested else p
+        low, high = paired_auc_interval(slow, fast)
         results.append(SideChannelTest(
-            auc(slow, fast), low, high, p, q,
-            min_detectable_auc(len(slow), len(fast), alpha / tests),
-            DISTINGUISHABLE if q <= alpha else NO_EVIDENCE))
+            paired_auc(slow, fast), low, high, p, q,
+            min_detectable_paired_auc(len(slow), alpha / tests if tested else alpha),
+            DISTINGUISHABLE if q <= alpha else NO_EVIDENCE, tested))
     return results

@@ -5,6 +5,8 @@ Every other module imports these names instead of spelling the strings again.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 #: Media a request can carry, in reading order.
 MEDIA_MODALITIES = ("image", "audio", "video")
 #: What an isolation cell probes: text alone or text with one media item.
@@ -34,9 +36,9 @@ class Judged:
     MET = "met"  # the bounds agree and it got them
     LEAK = "leak"  # more cached tokens than any allowed source gives
     UNDER_HIT = "under-hit"  # fewer than completed sources guarantee
-    UNJUDGED = "unjudged"  # between the bounds: a twin was in flight
+    UNJUDGED = "unjudged"  # between the bounds: a source in flight, of unknown layout, or output
     FAILED = "failed"  # the request failed
-    NO_LAYOUT = "no-layout"  # its pass has no complete layouts (render failed, interrupted)
+    NO_LAYOUT = "no-layout"  # its layout is unknown (render failed or differs, interrupted)
 
 
 #: Judgements in report order; the first three are exact ("judged").
@@ -72,8 +74,11 @@ FAILURES = (Failure.CONNECT, Failure.TIMEOUT_CONNECT, Failure.TIMEOUT_FIRST_BYTE
 #: A path, cell, group or metric that a server (or one side of a comparison) cannot serve.
 NOT_AVAILABLE = "n/a"
 
-#: Isolation verdicts, most severe first, with their colour (Okabe-Ito) and hatch.
+#: Isolation verdicts, with their colour (Okabe-Ito) and hatch.
 ISOLATED, LEAK, UNDER_HIT, ERROR = "ISOLATED", "LEAK", "UNDER-HIT", "ERROR"
+#: The one precedence of isolation verdicts, most severe first: within a cell, a probe
+#: and across a run (bench.verdicts.isolation.worst).
+VERDICTS = (LEAK, ERROR, UNDER_HIT, ISOLATED)
 VERDICT_STYLE = {  # verdict: (colour, hatch, ink on it)
     ISOLATED: ("#009E73", "", "black"),
     LEAK: ("#D55E00", "xx", "white"),
@@ -96,3 +101,14 @@ COMPARE_STYLE = {  # state: colour (Okabe-Ito), as VERDICT_STYLE
 CHAT_ROUTE = "/v1/chat/completions"
 GENERATE_ROUTE = "/inference/v1/generate"
 RENDER_ROUTE = "/v1/chat/completions/render"
+
+#: Exit codes of a check: passed, a problem found, could not judge (or bad input).
+EXIT_OK, EXIT_FOUND, EXIT_CANNOT_JUDGE = 0, 1, 2
+
+
+def worst_exit(codes: Iterable[int]) -> int:
+    """One exit code for several checks: a problem found outranks one that could not be
+    judged, which outranks a pass (a leak with a failed step elsewhere exits 1, as
+    within an isolation run)."""
+    codes = set(codes)
+    return EXIT_FOUND if EXIT_FOUND in codes else max(codes, default=EXIT_OK)

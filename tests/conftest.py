@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from fakeserver import FakeServer
 
-from bench.engine.target import Target, open_target
+from bench.engine.open import open_target
+from bench.engine.target import Target
 from bench.options import target_args
 from bench.workload import Workload, generate, load_workload
 

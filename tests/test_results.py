@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from bench.measured.records import PassInfo, PassLines, read_records
 from bench.outputs import LAYOUTS_FILE, RECORDS_FILE, RESULTS_FILE
 from bench.results import PassTally, build_results
-from bench.run.records import PassInfo, PassLines
+from bench.verdicts.runs import problems
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -57,3 +58,28 @@ def test_results_built_a_pass_at_a_time_match_the_real_runs_results(run: str) ->
     rebuilt = json.loads(json.dumps(rebuilt))
     assert _common(stored, rebuilt) == stored
     assert rebuilt["judgements"]["counts"]["leak"] == (4 if run == "leak" else 0)
+
+
+def test_a_missing_layout_in_a_real_run_hides_none_of_its_leaks(tmp_path: Path) -> None:
+    """The ``leak`` fixture (the salt dropped on generate-parts, 4 leaks) with one render
+    lost: its last measured request of a leaking pass. That used to leave the whole pass
+    unjudged (2 of the 4 leaks unseen); now that one request is counted without a layout,
+    the rest judged as before, and the run fails for it too."""
+    directory = FIXTURES / "compare" / "leak"
+    stored = json.loads((directory / RESULTS_FILE).read_text())
+    leaking = stored["judgements"]["problems"][0]["pass"]
+    last = max((r for r in read_records(directory / RECORDS_FILE)
+                if r["pass"] == leaking and r["phase"] == "measure"), key=lambda r: r["seq"])
+    kept = [line for line in (directory / LAYOUTS_FILE).read_text().splitlines()
+            if (json.loads(line)["pass"], json.loads(line)["request_id"]) !=
+            (leaking, last["request_id"])]
+    (tmp_path / LAYOUTS_FILE).write_text("\n".join(kept) + "\n")
+    names = {f.name for f in dataclasses.fields(PassInfo)}
+    passes = [PassInfo(**{k: v for k, v in p.items() if k in names}) for p in stored["passes"]]
+    rebuilt = build_results(stored["run_id"], stored["metadata"], passes,
+                            PassLines(directory / RECORDS_FILE), PassLines(tmp_path / LAYOUTS_FILE),
+                            stored["interrupted"], stored["unavailable"], stored.get("stopped"))
+    counts = rebuilt["judgements"]["counts"]
+    assert (counts["leak"], counts["leaked_tokens"], counts["no-layout"]) == (4, 1536, 1)
+    assert counts["judged"] == stored["judgements"]["counts"]["judged"] - 1
+    assert any("1 without a layout" in p for p in problems(rebuilt)), problems(rebuilt)

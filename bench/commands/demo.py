@@ -17,7 +17,9 @@ from rich.console import Console
 from bench import aio, salts
 from bench.cachedirs import cache_dir
 from bench.client.connections import streaming
-from bench.engine.target import Target, open_target
+from bench.engine.model import demo_preset
+from bench.engine.open import open_target
+from bench.engine.target import Target
 from bench.isolation.experiment import IsolationOptions, isolate
 from bench.isolation.probe import prompt
 from bench.isolation.probe_media import probe_media
@@ -31,7 +33,7 @@ from bench.run.exchange import exchange
 from bench.run.session import run_benchmark
 from bench.verdicts.isolation import exit_code
 from bench.verdicts.runs import problems
-from bench.vocab import MEDIA_MODALITIES
+from bench.vocab import EXIT_FOUND, EXIT_OK, MEDIA_MODALITIES, worst_exit
 from bench.workload import open_workload
 
 
@@ -39,12 +41,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--spec", default="demo", help="workload spec (default: %(default)s)")
     parser.add_argument("--requests", type=int, help="override the spec's request count")
     parser.add_argument("--samples", type=int, default=8,
-                        help="side-channel samples per group (default: %(default)s; the "
-                             "side-channel table shows the smallest AUC each row can detect)")
+                        help="side-channel sample pairs per row (default: %(default)s; the "
+                             "side-channel table shows the smallest paired AUC each row can "
+                             "detect)")
     add_run_arguments(parser)
     add_target_arguments(parser)
-    # Prefill must dominate TTFT on a CPU for a prefix hit to be visibly faster.
-    parser.set_defaults(model_preset="medium")
+    # Prefill must dominate TTFT for a prefix hit to be visibly faster, in minutes.
+    parser.set_defaults(model_preset=demo_preset())
 
 
 async def salt_sequence(target: Target, media_root: Path) -> list[dict]:
@@ -77,6 +80,7 @@ def sequence_table(rows: list[dict]) -> Table:
 
 def run(args: argparse.Namespace) -> int:
     from bench.report.build import build_report  # matplotlib only when reporting
+    from bench.report.findings import findings
 
     console, out_console = Console(stderr=True), report_console()
     started = time.monotonic()
@@ -96,9 +100,10 @@ def run(args: argparse.Namespace) -> int:
                                                      timeout_s=args.timeout),
                             out, run_id, console)
         print_isolation(isolation, out_console)
+    out_console.print("[bold]Findings[/]")
+    for finding in findings(results, isolation):
+        out_console.print(f"- {finding}", markup=False)
     report = build_report([out], out)
     console.print(f"demo done in {time.monotonic() - started:.0f}s; report: "
                   f"{report / 'index.html'} and {report / 'summary.md'}")
-    for problem in (found := problems(results)):
-        console.print(f"[red]{problem}[/]")
-    return max(exit_code(isolation), 1 if found else 0)
+    return worst_exit([exit_code(isolation), EXIT_FOUND if problems(results) else EXIT_OK])

@@ -8,9 +8,9 @@ import threading
 
 from rich.console import Console
 
+from bench.engine.open import open_target
 from bench.engine.provision import env_dir, open_env, provision
 from bench.engine.spec import default_engine_spec
-from bench.engine.target import open_target
 from bench.options import add_target_arguments
 
 

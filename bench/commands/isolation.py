@@ -1,6 +1,8 @@
 """Judge cache_salt isolation per path and modality; probe uuids and timing side channels.
 
-Exit codes: 0 all isolated, 1 a leak or under-hit found, 2 could not run.
+Exit code: the worst verdict's (bench.verdicts.isolation.exit_code; LEAK > ERROR >
+UNDER-HIT > ISOLATED): 1 a leak, else 2 an error or nothing judged, else 1 an under-hit,
+else 0.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from bench.engine.target import open_target
+from bench.engine.open import open_target
 from bench.isolation.experiment import IsolationOptions, isolate
 from bench.isolation.side_channel import POWER_TARGET
 from bench.options import add_target_arguments, csv_choices
@@ -26,9 +28,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--paths", type=csv_choices(list(PATHS)), default=list(PATHS))
     parser.add_argument("--modalities", type=csv_choices(MODALITIES), default=list(MODALITIES))
     parser.add_argument("--samples", type=int, default=None,
-                        help="side-channel samples per group (0: skip the side channel; default: "
-                             "enough to detect an AUC of {target_auc} with {power:.0%} power at "
-                             "alpha {alpha}, Holm-adjusted across the run's rows)"
+                        help="side-channel sample pairs per row (0: skip the side channel; "
+                             "default: enough to detect a paired AUC of {target_auc} with "
+                             "{power:.0%} power at alpha {alpha}, Holm-adjusted across the "
+                             "run's cross-tenant rows)"
                              .format(**POWER_TARGET).replace("%", "%%"))
     parser.add_argument("--no-uuid-probe", dest="uuid_probe", action="store_false")
     parser.add_argument("--out", type=Path, help="output directory (default: reports/<run-id>)")

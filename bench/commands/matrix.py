@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, help="workload seed (default: the spec's)")
     parser.add_argument("--requests", type=int, help="override the spec's request count")
     parser.add_argument("--samples", type=int, default=4,
-                        help="isolation side-channel samples per group (0: skip; default: "
+                        help="isolation side-channel sample pairs per row (0: skip; default: "
                              "%(default)s)")
     parser.add_argument("--no-isolation", dest="isolation", action="store_false",
                         help="skip the isolation experiment")
@@ -39,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bench.compare.matrix import run_matrix
+    from bench.campaigns.matrix import run_matrix
     from bench.compare.thresholds import load_thresholds
     from bench.report import compare_tables as ct
     from bench.report.markdown import matrix_summary

@@ -13,10 +13,10 @@ import argparse
 
 from rich.console import Console
 
-from bench.compare.policies import run_policies
+from bench.campaigns.policies import run_policies
 from bench.engine.replicas import start_replicas
 from bench.engine.router import KV_AWARE, POLICIES
-from bench.engine.target import engine_setup
+from bench.engine.setup import engine_setup
 from bench.errors import BenchError
 from bench.options import add_run_arguments, add_target_arguments, csv_choices, options_from
 from bench.outputs import REPORTS, new_run_id

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from bench.engine.target import open_target
+from bench.engine.open import open_target
 from bench.errors import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, BenchError
 from bench.options import add_run_arguments, add_target_arguments, options_from
 from bench.outputs import REPORTS, RESULTS_FILE, new_run_id

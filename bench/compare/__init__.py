@@ -1,1 +1,2 @@
-"""Comparing runs: samples, bootstrap intervals, thresholds, comparability, verdicts."""
+"""Comparing runs: samples, t intervals over server starts, thresholds, comparability,
+verdicts."""

@@ -71,11 +71,15 @@ def check(base: dict, new: dict, allow: list[str]) -> dict[str, tuple[object, ob
     found = differences(base, new)
     refused = {k: v for k, v in found.items() if not _allowed(k, allow)}
     if refused:
-        lines = [f"  {k}: {_short(a)} vs {_short(b)}" for k, (a, b) in refused.items()]
-        raise BenchError("the runs are not comparable:\n" + "\n".join(lines)
+        raise BenchError("the runs are not comparable:\n" + describe(refused)
                          + "\nif a difference is the point of the comparison, say so with "
                          + " ".join(f"--allow {k}" for k in refused))
     return {k: v for k, v in found.items() if _allowed(k, allow)}
+
+
+def describe(found: dict[str, tuple[object, object]]) -> str:
+    """One line per differing field: its name and both values."""
+    return "\n".join(f"  {k}: {_short(a)} vs {_short(b)}" for k, (a, b) in found.items())
 
 
 def _short(value: object, limit: int = 80) -> str:

@@ -1,6 +1,11 @@
-"""A finished run as a comparison needs it: its results, and per path x modality x salt
-mode the measured requests of each repetition as columns (for a bootstrap over requests)
-and each repetition's per-pass values (for metrics only a pass has)."""
+"""The runs of one side of a comparison as it needs them: per run its results, and per path
+x modality x salt mode the measured requests of each repetition as columns (reduced to
+one value of a metric per repetition), each repetition's per-pass values (for metrics
+only a pass has) and the server start it ran on.
+
+A side is one run directory or a directory of run directories (a set, ordered by name),
+each made on its own server start. A resumed run is one start: its segments may share a
+pass, so they cannot be told apart as starts."""
 
 from __future__ import annotations
 
@@ -10,11 +15,13 @@ from pathlib import Path
 import numpy as np
 
 from bench import SCHEMA_VERSION
+from bench.compare.comparability import describe, differences
 from bench.docio import read_document
 from bench.errors import BenchError
+from bench.measured.records import Record, read_records
 from bench.outputs import ISOLATION_FILE, ISOLATION_KIND, RECORDS_FILE, RESULTS_FILE
 from bench.results import GROUP_KEYS, read_results
-from bench.run.records import Record, read_records
+from bench.verdicts.isolation import worst
 from bench.vocab import MEASURE
 
 GroupKey = tuple[str, str, str]  # path, modality, salt mode
@@ -22,12 +29,14 @@ GroupKey = tuple[str, str, str]  # path, modality, salt mode
 
 @dataclass
 class Group:
-    """One path x modality x salt mode of a run."""
+    """One path x modality x salt mode of a side."""
 
     #: Per repetition: per-request columns (successful measured requests only).
     requests: list[dict[str, np.ndarray]] = field(default_factory=list)
     #: Per repetition: the group's row of ``results["groups"]`` (per-pass metrics).
     rows: list[dict] = field(default_factory=list)
+    #: Per repetition: its server start (the index of its run in the side).
+    starts: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -41,6 +50,73 @@ class RunSamples:
     def label(self) -> str:
         version = self.results["metadata"].get("target", {}).get("vllm_version")
         return f"{self.results['run_id']}" + (f" (vLLM {version})" if version else "")
+
+
+@dataclass
+class Side:
+    """One side of a comparison: its runs (one server start each) and their groups pooled,
+    each repetition tagged with its run's index."""
+
+    dir: Path
+    runs: list[RunSamples]
+    groups: dict[GroupKey, Group]
+
+    @classmethod
+    def of(cls, runs: list[RunSamples], where: Path | None = None) -> Side:
+        groups: dict[GroupKey, Group] = {}
+        for start, run in enumerate(runs):
+            for key, g in run.groups.items():
+                pooled = groups.setdefault(key, Group())
+                pooled.requests += g.requests
+                pooled.rows += g.rows
+                pooled.starts += [start] * len(g.rows)
+        return cls(where or runs[0].dir, runs, groups)
+
+    @property
+    def results(self) -> dict:
+        """The first run's results (the runs of a side are comparable to each other)."""
+        return self.runs[0].results
+
+    @property
+    def label(self) -> str:
+        if len(self.runs) == 1:
+            return f"{self.runs[0].label}: 1 run (server start)"
+        version = self.results["metadata"].get("target", {}).get("vllm_version")
+        return (f"{len(self.runs)} runs (server starts)" + (f" of vLLM {version}" if version else "")
+                + f": {', '.join(r.results['run_id'] for r in self.runs)}")
+
+    @property
+    def isolation(self) -> dict | None:
+        """The runs' isolation results merged: per cell (and routed cell, uuid probe) the
+        worst verdict across the runs that probed it (LEAK > ERROR > UNDER-HIT > ISOLATED;
+        ``n/a`` only when no run judged it), its reason naming the run in a set; complete
+        when every run's is; None when no run has ``isolation.json``."""
+        probed = [r for r in self.runs if r.isolation is not None]
+        if not probed:
+            return None
+        if len(self.runs) == 1:
+            return probed[0].isolation
+        merged: dict = {"complete": all(r.isolation["complete"] for r in probed)}
+        for part, key in (("cells", ("path", "modality")), ("routed", ("path", "modality")),
+                          ("uuid_probe", ("path",))):
+            found: dict[tuple, list[dict]] = {}
+            for run in probed:
+                for cell in run.isolation.get(part, []):
+                    reason = cell.get("reason")
+                    found.setdefault(tuple(cell[k] for k in key), []).append(
+                        {**cell, "reason": f"{run.dir.name}: {reason}" if reason else None})
+            merged[part] = [next((c for c in cells if c["verdict"] == bad), cells[0])
+                            for cells in found.values()
+                            for bad in [worst(c["verdict"] for c in cells)]]
+        return merged
+
+    @property
+    def unavailable(self) -> dict[str, str]:
+        """Paths a run of the side could not serve, and why."""
+        out: dict[str, str] = {}
+        for run in self.runs:
+            out.update(run.results.get("unavailable", {}))
+        return out
 
 
 def request_columns(records: list[Record]) -> dict[str, np.ndarray]:
@@ -86,4 +162,44 @@ def load_run(run_dir: Path) -> RunSamples:
         group = groups.setdefault(key, Group())  # type: ignore[arg-type]
         group.rows.append(row)
         group.requests.append(request_columns(by_rep.get((key, row.get("repetition", 0)), [])))
+        group.starts.append(0)
     return RunSamples(run_dir, results, isolation, groups)
+
+
+def run_dirs(side: Path) -> list[Path]:
+    """A run directory alone, or the run directories of a set (by name); a BenchError
+    naming ``side`` when it is neither."""
+    side = Path(side)
+    if (side / RESULTS_FILE).exists():
+        return [side]
+    if not side.is_dir():
+        raise BenchError(f"{side}: no such directory (a run directory or a directory of runs)")
+    subdirs = sorted(d for d in side.iterdir() if d.is_dir())
+    if not subdirs:
+        raise BenchError(f"{side}: no {RESULTS_FILE} and no run directories in it (a side is a "
+                         f"run directory or a directory of run directories)")
+    lacking = [d.name for d in subdirs if not (d / RESULTS_FILE).exists()]
+    if lacking:
+        raise BenchError(f"{side}: neither a run directory (no {RESULTS_FILE}) nor a set of runs: "
+                         f"{', '.join(lacking)} has no {RESULTS_FILE}")
+    return subdirs
+
+
+def load_side(side: Path | list[Path]) -> Side:
+    """A run directory, a directory of runs, or a list of run directories, as one side;
+    the runs must measure the same thing (only run ids, dates and ports may differ) and
+    be distinct runs."""
+    dirs = run_dirs(side) if isinstance(side, Path) else side
+    where = side if isinstance(side, Path) else Path(", ".join(map(str, side)))
+    runs = [load_run(d) for d in dirs]
+    seen: dict[str, Path] = {}
+    for run in runs:
+        if run.results["run_id"] in seen:
+            raise BenchError(f"{where}: {run.dir} and {seen[run.results['run_id']]} are the same "
+                             f"run ({run.results['run_id']}); each run of a set is a server start")
+        seen[run.results["run_id"]] = run.dir
+        found = differences(runs[0].results["metadata"], run.results["metadata"])
+        if found:
+            raise BenchError(f"{where}: the runs of a set must measure the same thing; {run.dir} "
+                             f"differs from {runs[0].dir}:\n" + describe(found))
+    return Side.of(runs, where)

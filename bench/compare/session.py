@@ -1,32 +1,26 @@
-"""A comparison end to end: two run directories in, every output file written."""
+"""A comparison of two sides (a run directory, or a directory of runs each on its own server
+start): read, checked for comparability, judged."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from bench.compare.comparability import check
-from bench.compare.dashboard import dashboard
 from bench.compare.pair import compare_runs
-from bench.compare.samples import load_run
-from bench.compare.thresholds import load_thresholds
-from bench.docio import write_json, write_text
-from bench.outputs import COMPARE_FILE, COMPARE_MD
+from bench.compare.samples import Side, load_side
+from bench.compare.thresholds import REPORT, load_thresholds
 
 
-def compare_dirs(base_dir: Path, new_dir: Path, thresholds_path: Path | None,
-                 allow: list[str], out: Path) -> dict:
-    """Check, compare and write ``compare.json``, ``compare.md``, the dashboard files and
-    the HTML page into ``out``; return the comparison document."""
-    from bench.report.compare_html import write_compare_html
-    from bench.report.markdown import compare_summary
-
+def compare_dirs(base_dir: Path | list[Path], new_dir: Path | list[Path],
+                 thresholds_path: Path | None, allow: list[str],
+                 allow_inconclusive: bool = False) -> tuple[dict, Side, Side]:
+    """The comparison document and the two sides it read (each a run directory, a directory
+    of runs, or a list of run directories). ``allow_inconclusive``: gated inconclusive
+    metrics are reported, not failed (``inconclusive = "report"``)."""
     thresholds = load_thresholds(thresholds_path)  # bad input fails before any work
-    base, new = load_run(base_dir), load_run(new_dir)
+    if allow_inconclusive:
+        thresholds.settings = replace(thresholds.settings, inconclusive=REPORT)
+    base, new = load_side(base_dir), load_side(new_dir)
     allowed = check(base.results["metadata"], new.results["metadata"], allow)
-    doc = compare_runs(base, new, thresholds, allowed)
-    write_json(out / COMPARE_FILE, doc)
-    write_text(out / COMPARE_MD, compare_summary(doc))
-    for name, entries in dashboard(doc).items():
-        write_json(out / f"dashboard-{name}.json", entries)
-    write_compare_html(doc, base, new, out)
-    return doc
+    return compare_runs(base, new, thresholds, allowed), base, new

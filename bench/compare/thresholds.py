@@ -3,9 +3,9 @@
 ::
 
     confidence = 0.95        # interval level
-    max_cv = 0.30            # spread across repetitions above which a metric is inconclusive
-    min_requests = 5         # per side and group, for per-request metrics
+    min_requests = 1         # requests a repetition needs to count (per-request metrics)
     isolation = "must-hold"  # or "report": an isolation verdict lost fails the gate
+    inconclusive = "fail"    # or "report": a gated inconclusive metric fails (exit 2)
 
     [metrics]                # the tolerated change in the bad direction, or "off"
     p99_ttft_ms = "+10%"     # lower is better: a rise is bad
@@ -34,8 +34,17 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-ISOLATION_RULES = ("must-hold", "report")
+REPORT = "report"
+ISOLATION_RULES = ("must-hold", REPORT)
+INCONCLUSIVE_RULES = ("fail", REPORT)
 OFF = "off"
+#: Settings that no longer exist, and why (an error names them rather than ignore them).
+REMOVED = {
+    "max_cv": "a spread across repetitions no longer makes a metric inconclusive: the "
+              "interval, computed over server starts, carries it",
+    "resamples": "intervals are t intervals over server starts, not a bootstrap",
+    "min_repetitions": "an interval always needs 2 server starts (runs) per side",
+}
 _THRESHOLD = re.compile(r"^(?P<sign>[+-])(?P<value>\d+(\.\d+)?)\s*(?P<unit>%|pp)$")
 _MATCH_KEYS = ("path", "modality", "salt_mode")
 
@@ -43,11 +52,9 @@ _MATCH_KEYS = ("path", "modality", "salt_mode")
 @dataclass(frozen=True)
 class Settings:
     confidence: float = 0.95
-    max_cv: float = 0.30
-    min_requests: int = 5
-    min_repetitions: int = 2  # per-pass metrics (throughputs) need repetitions
-    resamples: int = 2000
+    min_requests: int = 1  # a repetition with fewer (having the metric's value) is left out
     isolation: str = "must-hold"
+    inconclusive: str = "fail"
 
 
 @dataclass
@@ -101,6 +108,9 @@ def parse_threshold(metric: Metric, text: object, where: str) -> float | None:
         raise BenchError(f"{where}: {metric.name} changes in {metric.change}, e.g. "
                          f"\"{example}\" (not {text!r})")
     value = float(match["value"])
+    if metric.better == HIGHER and metric.change != POINTS and value >= 100:
+        raise BenchError(f"{where}: {metric.name} cannot drop by {text!r}: a relative drop is "
+                         f"below 100%")
     return value if metric.change == POINTS else value / 100
 
 
@@ -121,17 +131,21 @@ def _settings(doc: dict, path: Path) -> Settings:
     known = {f.name: f.type for f in fields(Settings)}
     settings = Settings()
     for key, value in doc.items():
+        if key in REMOVED:
+            raise BenchError(f"{path}: {key} was removed: {REMOVED[key]}; delete it")
         if key not in known:
             hint = difflib.get_close_matches(key, [*known, "metrics", "override"], n=1)
             raise BenchError(f"{path}: unknown key {key!r}"
                              + (f"; did you mean {hint[0]!r}?" if hint else ""))
-        if key == "isolation" and value not in ISOLATION_RULES:
-            raise BenchError(f"{path}: isolation = {value!r}; choose from "
-                             f"{', '.join(ISOLATION_RULES)}")
+        for name, rules in (("isolation", ISOLATION_RULES), ("inconclusive", INCONCLUSIVE_RULES)):
+            if key == name and value not in rules:
+                raise BenchError(f"{path}: {name} = {value!r}; choose from {', '.join(rules)}")
         expected = type(getattr(settings, key))
         if not isinstance(value, expected) and not (expected is float and isinstance(value, int)):
             raise BenchError(f"{path}: {key} must be a {expected.__name__}, got {value!r}")
         settings = replace(settings, **{key: value})
+    if settings.min_requests < 1:
+        raise BenchError(f"{path}: min_requests must be at least 1, got {settings.min_requests}")
     if not 0.5 < settings.confidence < 1:
         raise BenchError(f"{path}: confidence must be between 0.5 and 1, got {settings.confidence}")
     return settings

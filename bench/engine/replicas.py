@@ -34,15 +34,8 @@ from bench.engine.router import (
 )
 from bench.engine.routes import ROUTES, find_routes, probe_status
 from bench.engine.server import ManagedServer, ServerConfig
-from bench.engine.target import (
-    EngineSetup,
-    Replica,
-    Target,
-    auth_headers,
-    engine_setup,
-    external_server,
-    log_stamp,
-)
+from bench.engine.setup import EngineSetup, engine_setup, external_server, log_stamp
+from bench.engine.target import Replica, Target, auth_headers
 from bench.errors import BenchError
 from bench.vocab import CHAT_ROUTE
 

@@ -13,14 +13,11 @@ import os
 import re
 import subprocess
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from bench.cachedirs import cache_dir
 from bench.docio import write_json
+from bench.engine.environment import EngineEnv
 from bench.errors import BenchError
-
-if TYPE_CHECKING:
-    from bench.engine.provision import EngineEnv
 
 CACHE_FILE = "saltbench-serve-flags.json"
 #: The module ``ManagedServer`` starts; its ``serve --help`` lists the flags.

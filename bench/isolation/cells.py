@@ -14,12 +14,12 @@ import aiohttp
 
 from bench import salts
 from bench.isolation.probe import nonce, prompt
+from bench.measured import counters
 from bench.paths.base import RequestPath
-from bench.run import counters
 from bench.run.exchange import exchange
 from bench.verdicts.isolation import step_ok, verdict
 from bench.verdicts.requests import full_hit_tokens
-from bench.verdicts.runs import counters_agree
+from bench.verdicts.runs import counters_agree, counters_exact
 from bench.vocab import FULL, NONE
 
 
@@ -74,7 +74,8 @@ async def run_cell(session: aiohttp.ClientSession, base_url: str, path: RequestP
     result, leaked, reason = verdict(judged)
     return {"path": path.name, "modality": modality, "verdict": result,
             "leaked_tokens": leaked, "reason": reason, "steps": judged,
-            "counters": {"prefix_cache_hits": delta.get("vllm:prefix_cache_hits_total"),
-                         "prefix_cache_queries": delta.get("vllm:prefix_cache_queries_total"),
+            "counters": {"prefix_cache_hits": delta.get(counters.HITS),
+                         "prefix_cache_queries": delta.get(counters.QUERIES),
                          "cached_tokens": sent_cached, "prompt_tokens": sent_prompt,
-                         "agree": counters_agree(delta, sent_prompt, sent_cached)}}
+                         "agree": counters_agree(delta, sent_prompt, sent_cached),
+                         "exact": counters_exact(delta, sent_prompt, sent_cached)}}

@@ -21,7 +21,7 @@ from bench.isolation.cells import run_cell
 from bench.isolation.probe import prompt
 from bench.isolation.probe_media import probe_media
 from bench.isolation.replicas import replica_experiments, replica_steps
-from bench.isolation.side_channel import KINDS, POWER_TARGET, add_tests, measure
+from bench.isolation.side_channel import POWER_TARGET, add_tests, measure
 from bench.isolation.uuid_probe import run_uuid_probe
 from bench.metadata import base_metadata
 from bench.outputs import ISOLATION_FILE, ISOLATION_KIND
@@ -38,8 +38,8 @@ from bench.vocab import MEDIA_MODALITIES, MODALITIES, NOT_AVAILABLE
 class IsolationOptions:
     paths: list[str] = field(default_factory=lambda: list(PATHS))
     modalities: list[str] = field(default_factory=lambda: list(MODALITIES))
-    #: Side-channel samples per group; 0 skips the side channel; None: enough for
-    #: :data:`POWER_TARGET` across this run's rows (see :func:`resolve_samples`).
+    #: Side-channel sample pairs per row; 0 skips the side channel; None: enough for
+    #: :data:`POWER_TARGET` across this run's cross-tenant rows (:func:`resolve_samples`).
     samples: int | None = None
     #: Seeds the order of each side-channel sample's seen and unseen probes.
     order_seed: int = 0
@@ -66,7 +66,7 @@ def resolve_samples(opts: IsolationOptions) -> tuple[IsolationOptions, dict | No
     (``None`` when the count was given)."""
     if opts.samples is not None:
         return opts, None
-    rows = len(side_channel_cells(opts)) * len(KINDS)
+    rows = len(side_channel_cells(opts))  # the tested family: one cross-tenant row per cell
     if not rows:
         return replace(opts, samples=0), None
     target = {**POWER_TARGET, "tests": rows}

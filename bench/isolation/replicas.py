@@ -28,8 +28,9 @@ from bench.paths import make_paths
 from bench.paths.base import PathContext, RequestPath
 from bench.run.exchange import exchange
 from bench.run.replicas import PerReplica
+from bench.verdicts.isolation import ranked
 from bench.verdicts.requests import full_hit_tokens
-from bench.vocab import ERROR, ISOLATED, LEAK, UNDER_HIT
+from bench.vocab import ISOLATED
 
 #: Fresh prompts per routed cell: enough to see a round-robin router alternate.
 ROUNDS = 4
@@ -79,8 +80,8 @@ def judge_round(steps: list[dict], block_size: int) -> None:
 
 
 def routed_verdict(steps: list[dict]) -> tuple[str, int, str | None]:
-    """(verdict, leaked tokens, reason) of a routed cell: LEAK > ERROR > UNDER-HIT; a failed
-    or unattributed request is an ERROR."""
+    """(verdict, leaked tokens, reason) of a routed cell, ranked as every verdict
+    (:func:`bench.verdicts.isolation.ranked`); a failed or unattributed request is an ERROR."""
     judged = [s for s in steps if "leak" in s]
     leaks = [s for s in judged if s["leak"]]
     failed = [s for s in steps if s.get("error")]
@@ -93,11 +94,9 @@ def routed_verdict(steps: list[dict]) -> tuple[str, int, str | None]:
                           for s in unknown),
                         *(f"{s['step']} on {s['replica']}: {s['cached']}/{s['expected']} "
                           "tokens" for s in under)])
-    if leaks:
-        return LEAK, sum(s["cached"] - s["expected"] for s in leaks), reason
-    if failed or unknown:
-        return ERROR, 0, reason
-    return (UNDER_HIT, 0, reason) if under else (ISOLATED, 0, None)
+    result = ranked(bool(leaks), bool(failed or unknown), bool(under))
+    return (result, sum(s["cached"] - s["expected"] for s in leaks),
+            reason if result != ISOLATED else None)
 
 
 async def routed_cell(servers: PerReplica, path: RequestPath, modality: str,

@@ -2,10 +2,12 @@
 
 With salts on, the prefix (KV) cache is isolated, but vLLM's multimodal processor and
 encoder caches are keyed by media content only. So a salted request for media that
-another tenant sent can be faster than one for media never seen. Each row compares two
-TTFT samples with :mod:`bench.stats` (AUC, one-sided Mann-Whitney p, Holm across all the
-rows of a run); the reference row is an unsalted prefix miss versus hit, the signal
-cache_salt exists to hide.
+another tenant sent can be faster than one for media never seen. Each row holds TTFT
+pairs sent one after the other and compares them with :mod:`bench.stats` (paired AUC,
+one-sided Wilcoxon signed-rank p). The cross-tenant rows are the tested family (Holm
+across them); the reference rows, an unsalted prefix miss versus hit (the signal
+cache_salt exists to hide), are positive controls, each tested alone and outside the
+family: they show the timing can see a cache hit at all.
 """
 
 from __future__ import annotations
@@ -26,8 +28,8 @@ CROSS_TENANT, REFERENCE = "cross-tenant-media", "unsalted-hit-vs-miss"
 KINDS = (CROSS_TENANT, REFERENCE)
 #: Tenant B's two probes of a sample: media tenant A sent, and media never seen.
 SEEN, UNSEEN = "seen", "unseen"
-#: The side-channel power target when the sample count is not given: detect a true AUC of
-#: 0.8 with 80% power at alpha 0.05, Holm-adjusted across the run's rows.
+#: The side-channel power target when the sample count is not given: detect a true paired
+#: AUC of 0.8 with 80% power at alpha 0.05, Holm-adjusted across the run's cross-tenant rows.
 POWER_TARGET = {"target_auc": 0.8, "power": 0.8, "alpha": 0.05}
 
 
@@ -41,21 +43,26 @@ def probe_orders(samples: int, rng: random.Random) -> list[tuple[str, str]]:
     return out
 
 
-def summarize(path: str, modality: str, kind: str, slow: list[float],
-              fast: list[float]) -> dict:
-    """One row as measured: sizes, medians and both TTFT samples (ms); :func:`add_tests`
-    adds the statistics once every row of the run is in."""
+def summarize(path: str, modality: str, kind: str,
+              pairs: list[tuple[float | None, float | None]]) -> dict:
+    """One row as measured from its (slow, fast) TTFT pairs (ms; ``None``: that request
+    failed): the complete pairs (``ttft_a_ms[i]`` with ``ttft_b_ms[i]``), how many were
+    dropped, medians; :func:`add_tests` adds the statistics once every row is in."""
+    complete = [(a, b) for a, b in pairs if a is not None and b is not None]
+    slow, fast = [a for a, _ in complete], [b for _, b in complete]
     return {"path": path, "modality": modality, "kind": kind, "n_a": len(slow),
-            "n_b": len(fast), "median_a_ms": float(np.median(slow)) if slow else None,
+            "n_b": len(fast), "pairs_dropped": len(pairs) - len(complete),
+            "median_a_ms": float(np.median(slow)) if slow else None,
             "median_b_ms": float(np.median(fast)) if fast else None,
             "ttft_a_ms": slow, "ttft_b_ms": fast}
 
 
 def add_tests(rows: list[dict]) -> None:
-    """Add AUC, interval, p-value, Holm-adjusted p, min detectable AUC and finding to
-    every row, the adjustment taken across all ``rows`` (one run)."""
+    """Add paired AUC, interval, p-value, adjusted p, min detectable paired AUC, finding and
+    ``in_family`` to every row: Holm across the run's cross-tenant rows, each reference row
+    tested alone."""
     tests = side_channel_tests([(r["ttft_a_ms"], r["ttft_b_ms"]) for r in rows],
-                               POWER_TARGET["alpha"])
+                               POWER_TARGET["alpha"], [r["kind"] == CROSS_TENANT for r in rows])
     for row, test in zip(rows, tests):
         row.update(asdict(test))
 
@@ -63,29 +70,29 @@ def add_tests(rows: list[dict]) -> None:
 async def measure(session: aiohttp.ClientSession, path: RequestPath, modality: str,
                   media: list[str], samples: int, timeout_s: float,
                   rng: random.Random) -> list[dict]:
-    """Interleaved samples of both comparisons for one path x modality.
+    """Interleaved sample pairs of both comparisons for one path x modality.
 
     ``media`` holds ``3 * samples`` fresh media ids: per sample one that tenant A sends
     before tenant B does, one that B sends never seen, and one for the reference pair.
-    B's seen and unseen probes come in the order :func:`probe_orders` draws from ``rng``;
-    the reference hit always follows its miss.
+    B's seen and unseen probes (a pair) come one after the other in the order
+    :func:`probe_orders` draws from ``rng``; the reference hit always follows its miss.
     """
     salt_a, salt_b = secrets.token_hex(16), secrets.token_hex(16)
-    ttft: dict[str, list[float]] = {SEEN: [], UNSEEN: [], "miss": [], "hit": []}
+    pairs: dict[str, list[tuple[float | None, float | None]]] = {CROSS_TENANT: [],
+                                                                 REFERENCE: []}
 
-    async def timed(messages: list[dict], salt: str | None, key: str | None) -> None:
+    async def timed(messages: list[dict], salt: str | None) -> float | None:
         out = await exchange(session, path, messages, 2, salt, timeout_s)
-        if key is not None and out["ok"]:
-            ttft[key].append(out["ttft_ms"])
+        return out["ttft_ms"] if out["ok"] else None
 
     for i, order in enumerate(probe_orders(samples, rng)):
         seen, unseen, ref = media[3 * i: 3 * i + 3]
         probes = {SEEN: prompt(modality, seen), UNSEEN: prompt(modality, unseen)}
-        await timed(probes[SEEN], salt_a, None)  # tenant A sends it first, the same prompt
-        for key in order:  # B: the seen one has its KV isolated by salt, media cached
-            await timed(probes[key], salt_b, key)
+        await timed(probes[SEEN], salt_a)  # tenant A sends it first, the same prompt
+        # B: the seen one has its KV isolated by salt, its media cached.
+        ttft = {key: await timed(probes[key], salt_b) for key in order}
+        pairs[CROSS_TENANT].append((ttft[UNSEEN], ttft[SEEN]))
         reference = prompt(modality, ref)
-        await timed(reference, None, "miss")
-        await timed(reference, None, "hit")
-    return [summarize(path.name, modality, CROSS_TENANT, ttft[UNSEEN], ttft[SEEN]),
-            summarize(path.name, modality, REFERENCE, ttft["miss"], ttft["hit"])]
+        miss = await timed(reference, None)
+        pairs[REFERENCE].append((miss, await timed(reference, None)))
+    return [summarize(path.name, modality, kind, pairs[kind]) for kind in KINDS]

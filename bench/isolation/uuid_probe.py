@@ -14,8 +14,8 @@ import secrets
 import aiohttp
 
 from bench.isolation.probe import nonce, prompt
+from bench.measured import counters
 from bench.paths.base import RequestPath
-from bench.run import counters
 from bench.run.exchange import exchange
 from bench.verdicts.isolation import uuid_verdict
 from bench.verdicts.requests import full_hit_tokens

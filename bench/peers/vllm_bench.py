@@ -15,7 +15,8 @@ from pathlib import Path
 from rich.console import Console
 
 from bench.engine import provision as engine_envs
-from bench.engine.provision import MARKER, EngineEnv
+from bench.engine.environment import EngineEnv
+from bench.engine.provision import MARKER
 from bench.engine.spec import default_engine_spec
 from bench.peers.base import Driver, PeerRun, ToolMetrics
 

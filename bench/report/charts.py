@@ -242,7 +242,7 @@ def side_channel(runs: list[Run]) -> SubFigure | None:
     ax.set_yticks(range(len(rows)), labels)
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlim(-0.02, 1.02)  # room for markers at 0 and 1
-    ax.set_xlabel("AUC = P(TTFT of group a > TTFT of group b)  (0.5 = no difference)")
+    ax.set_xlabel("paired AUC = T+/(T+ + T-) of TTFT a - TTFT b  (0.5 = no difference)")
     ax.set_ylabel("path · modality · comparison")
     handles = [Line2D([], [], linestyle="", marker=series_style(i)["marker"],
                       color=series_style(i)["color"], label=k) for i, k in enumerate(kinds)]

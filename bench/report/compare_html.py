@@ -1,4 +1,5 @@
-"""The HTML page of a comparison (bench.compare): verdict, tables, and charts of both runs.
+"""The HTML page of a comparison (bench.compare): verdict, tables, and charts of both sides
+(each side's runs pooled; intervals over its server starts).
 
 The tables are those of :mod:`bench.report.compare_tables` (the console and ``compare.md``
 show the same strings); the charts follow :mod:`bench.report.charts` in look. Base is
@@ -7,7 +8,6 @@ always the first series (colour, marker and hatch of ``series_style(0)``), new t
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Callable
 from html import escape
 from pathlib import Path
@@ -17,8 +17,9 @@ from matplotlib.figure import SubFigure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
-from bench.compare.bootstrap import interval
-from bench.compare.samples import Group, GroupKey, RunSamples
+from bench.compare.intervals import interval
+from bench.compare.samples import Group, GroupKey, Side
+from bench.compare.thresholds import REPORT
 from bench.docio import write_text
 from bench.registry import METRICS, POINTS, Metric
 from bench.report import compare_tables as ct
@@ -31,35 +32,34 @@ from bench.vocab import COMPARE_STATES, COMPARE_STYLE, IMPROVED, INCONCLUSIVE, R
 COMPARE_HTML = "compare.html"
 SIDES = ("base", "new")
 #: A chart: (doc, base, new) -> (figure, caption), or None when there is nothing to draw.
-Chart = Callable[[dict, RunSamples, RunSamples], tuple[SubFigure, str] | None]
+Chart = Callable[[dict, Side, Side], tuple[SubFigure, str] | None]
 #: States whose cell text is drawn in white (dark fills).
 _DARK = (REGRESSED, IMPROVED)
 
 
-def _footer_runs(base: RunSamples, new: RunSamples) -> list[Run]:
-    """Both runs as the style module's footer reads them, labelled base and new."""
-    return [Run(side, run.dir, run.results, [], run.isolation)
-            for side, run in zip(SIDES, (base, new))]
+def _footer_runs(base: Side, new: Side) -> list[Run]:
+    """Every run of both sides as the style module's footer reads them, labelled base and
+    new (numbered in a set)."""
+    return [Run(side if len(s.runs) == 1 else f"{side} {i}/{len(s.runs)}", run.dir, run.results,
+                [], run.isolation)
+            for side, s in zip(SIDES, (base, new)) for i, run in enumerate(s.runs, 1)]
 
 
-def _keys(base: RunSamples, new: RunSamples) -> list[GroupKey]:
+def _keys(base: Side, new: Side) -> list[GroupKey]:
     """Every group key of either run: paths in order, modalities in reading order."""
     keys = _ordered([*base.groups, *new.groups])
     paths = _ordered(k[0] for k in keys)
     return sorted(_by_modality(keys, key=lambda k: k[1]), key=lambda k: paths.index(k[0]))
 
 
-def _seed(*parts: object) -> int:
-    return zlib.crc32(repr(parts).encode())
-
-
-def _side_interval(doc: dict, metric: Metric, group: Group | None, seed: int
+def _side_interval(doc: dict, metric: Metric, group: Group | None
                    ) -> tuple[float | None, float | None, float | None]:
-    """(value, low, high) of one run's own value at the comparison's confidence level."""
+    """(value, low, high) of one side's own value at the comparison's confidence level (t
+    interval over its server starts)."""
     if group is None:
         return None, None, None
     s = doc["settings"]
-    return interval(metric, group, level=s["confidence"], resamples=s["resamples"], seed=seed)
+    return interval(metric, group, level=s["confidence"], min_requests=s["min_requests"])
 
 
 def _interval_bars(ax, categories: list[str], series: list[tuple[str, list[tuple]]],
@@ -88,24 +88,25 @@ def _interval_bars(ax, categories: list[str], series: list[tuple[str, list[tuple
     return handles
 
 
-def _ttfts(run: RunSamples, path: str, mode: str) -> np.ndarray:
-    """Sorted positive TTFTs (ms) of ``path`` x ``mode``, every modality and repetition."""
+def _ttfts(run: Side, path: str, mode: str) -> np.ndarray:
+    """Sorted positive TTFTs (ms) of ``path`` x ``mode``, every modality, repetition and run
+    of the side."""
     values = [rep["ttft_ms"] for (p, _, m), g in run.groups.items() if (p, m) == (path, mode)
               for rep in g.requests]
     values = np.sort(np.concatenate(values)) if values else np.empty(0)
     return values[values > 0]  # NaN (no first token) and zeros cannot go on a log axis
 
 
-def ttft_cdfs(doc: dict, base: RunSamples, new: RunSamples) -> tuple[SubFigure, str] | None:
-    """Empirical CDF of TTFT per path, base vs new per salt mode (modalities and
-    repetitions pooled), on a log axis."""
+def ttft_cdfs(doc: dict, base: Side, new: Side) -> tuple[SubFigure, str] | None:
+    """Empirical CDF of TTFT per path, base vs new per salt mode (modalities, repetitions
+    and a side's runs pooled), on a log axis."""
     keys = _keys(base, new)
     if not keys:
         return None
     paths, modes = _ordered(k[0] for k in keys), _ordered(k[2] for k in keys)
     ncols = min(len(paths), 2)
     fig, axes = figure("TTFT distribution per request path: base vs new (measure phase, "
-                       "modalities and repetitions pooled)", _footer_runs(base, new),
+                       "modalities, repetitions and runs pooled)", _footer_runs(base, new),
                        ncols=ncols, nrows=-(-len(paths) // ncols), size=(10, 6.5),
                        sharex=True, sharey=True)
     for ax, path in zip(axes, paths):
@@ -134,72 +135,74 @@ def ttft_cdfs(doc: dict, base: RunSamples, new: RunSamples) -> tuple[SubFigure, 
                         label=f"{side} · salt mode: {mode}")
                  for i, side in enumerate(SIDES) for j, mode in enumerate(modes)], ncol=len(modes))
     return fig, ("TTFT distribution per path, base vs new (colour and marker: run; line style: "
-                 "salt mode; successful measured requests of every modality and repetition)")
+                 "salt mode; successful measured requests of every modality, repetition and run of "
+                 "each side)")
 
 
-def hit_rates(doc: dict, base: RunSamples, new: RunSamples) -> tuple[SubFigure, str] | None:
+def hit_rates(doc: dict, base: Side, new: Side) -> tuple[SubFigure, str] | None:
     """Prefix-cache hit rate per path x modality, one panel per salt mode, base vs new with
-    each run's own bootstrap interval."""
+    each side's own t interval over its server starts."""
     keys = _keys(base, new)
     if not keys:
         return None
     modes = _ordered(k[2] for k in keys)
     level, metric = doc["settings"]["confidence"], METRICS["hit_rate"]
     fig, axes = figure(f"Prefix-cache hit rate by path and modality: base vs new "
-                       f"(error bars: {level:.0%} bootstrap interval of each run's value)",
+                       f"(error bars: {level:.0%} t interval over each side's server starts)",
                        _footer_runs(base, new), ncols=len(modes), size=(11, 5), sharey=True)
     for ax, mode in zip(axes, modes):
         cats = [k for k in keys if k[2] == mode]
-        series = [(side, [_side_interval(doc, metric, run.groups.get(k), _seed(side, k, metric.name))
-                          for k in cats]) for side, run in zip(SIDES, (base, new))]
+        series = [(side, [_side_interval(doc, metric, run.groups.get(k)) for k in cats])
+                  for side, run in zip(SIDES, (base, new))]
         handles = _interval_bars(ax, [f"{wrap(p)}\n{m}" for p, m, _ in cats], series, ".1f", 100)
         ax.set_title(f"salt mode: {mode}")
         ax.set_xlabel("request path / modality")
         ax.set_ylim(0, 115)
     axes[0].set_ylabel("hit rate (%: cached / prompt tokens)")
     legend(fig, handles)
-    return fig, (f"Prefix-cache hit rate per path, modality and salt mode, base vs new; error "
-                 f"bars: {level:.0%} percentile-bootstrap interval of each run's own hit rate "
-                 f"(requests resampled within resampled repetitions, as for the change interval "
-                 f"in the tables); n/a: the group is not in that run")
+    return fig, (f"Prefix-cache hit rate per path, modality and salt mode, base vs new (mean "
+                 f"over server starts of the repetitions' hit rates); error bars: {level:.0%} t "
+                 f"interval over each side's server starts (as the change interval in the "
+                 f"tables; none with one start, a line when every repetition agrees); n/a: the "
+                 f"group is not in that side")
 
 
-def _pass_group(run: RunSamples, path: str, mode: str) -> Group:
-    """The passes of ``path`` x ``mode`` (one per repetition) as a per-pass-metric group."""
-    return Group(rows=[p for p in run.results["passes"]
-                       if p["path"] == path and p["salt_mode"] == mode])
+def _pass_group(side: Side, path: str, mode: str) -> Group:
+    """The passes of ``path`` x ``mode`` (one per repetition and run) as a per-pass-metric
+    group, each tagged with its run's server start."""
+    passes = [(start, p) for start, run in enumerate(side.runs) for p in run.results["passes"]
+              if p["path"] == path and p["salt_mode"] == mode]
+    return Group(rows=[p for _, p in passes], starts=[start for start, _ in passes])
 
 
-def throughputs(doc: dict, base: RunSamples, new: RunSamples) -> tuple[SubFigure, str] | None:
-    """Request throughput per path, one panel per salt mode, base vs new, with an interval
-    across repetitions (none with a single repetition)."""
+def throughputs(doc: dict, base: Side, new: Side) -> tuple[SubFigure, str] | None:
+    """Request throughput per path, one panel per salt mode, base vs new, with a t interval
+    over server starts (none with a single start)."""
     keys = _keys(base, new)
     if not keys:
         return None
     paths, modes = _ordered(k[0] for k in keys), _ordered(k[2] for k in keys)
     level, metric = doc["settings"]["confidence"], METRICS["request_throughput"]
-    fig, axes = figure("Request throughput by path and salt mode: base vs new (mean over "
-                       "repetitions)", _footer_runs(base, new), ncols=len(modes), size=(10, 5),
-                       sharey=True)
+    fig, axes = figure("Request throughput by path and salt mode: base vs new (geometric "
+                       "mean over server starts)", _footer_runs(base, new), ncols=len(modes),
+                       size=(10, 5), sharey=True)
     for ax, mode in zip(axes, modes):
         series = []
         for side, run in zip(SIDES, (base, new)):
-            points = [_side_interval(doc, metric, _pass_group(run, p, mode),
-                                     _seed(side, p, mode, metric.name)) for p in paths]
-            if doc[side]["repetitions"] < 2:
-                points = [(v, None, None) for v, _, _ in points]
-            series.append((f"{side} ({doc[side]['repetitions']} repetition(s))", points))
+            points = [_side_interval(doc, metric, _pass_group(run, p, mode)) for p in paths]
+            series.append((f"{side} ({doc[side]['starts']} run(s), "
+                           f"{doc[side]['repetitions']} repetition(s))", points))
         handles = _interval_bars(ax, [wrap(p) for p in paths], series, ".2f")
         ax.set_title(f"salt mode: {mode}")
         ax.set_xlabel("request path")
     axes[0].set_ylabel("requests/s (measure phase)")
     legend(fig, handles)
-    single = [side for side in SIDES if doc[side]["repetitions"] < 2]
-    note = (f"; {' and '.join(single)} ran one repetition: no interval there (run with --repeat)"
-            if single else "")
-    return fig, (f"Request throughput per path and salt mode, base vs new (mean over "
-                 f"repetitions); error bars: {level:.0%} percentile-bootstrap interval over "
-                 f"repetitions{note}")
+    single = [side for side in SIDES if doc[side]["starts"] < 2]
+    note = (f"; {' and '.join(single)} had one server start: no interval there (compare sets "
+            f"of runs)" if single else "")
+    return fig, (f"Request throughput per path and salt mode, base vs new (geometric mean "
+                 f"over server starts); error bars: {level:.0%} t interval over server starts "
+                 f"(log scale){note}")
 
 
 def _cell_text(row: dict) -> str:
@@ -252,7 +255,7 @@ def _heatmap(ax, cells: Cells) -> None:
     ax.grid(False)
 
 
-def state_overview(doc: dict, base: RunSamples, new: RunSamples) -> tuple[SubFigure, str] | None:
+def state_overview(doc: dict, base: Side, new: Side) -> tuple[SubFigure, str] | None:
     """Every group x metric coloured by its state and annotated with the change; beside it
     the isolation verdicts (base -> new) when both runs probed isolation."""
     panels = [c for c in (_metric_cells(doc), _isolation_cells(doc)) if c]
@@ -275,9 +278,11 @@ def state_overview(doc: dict, base: RunSamples, new: RunSamples) -> tuple[SubFig
                              label="hatched: not gated (threshold off / isolation = report)"))
     legend(fig, handles, ncol=len(handles))
     return fig, ("State of every metric per group: regressed / improved need an interval that "
-                 "excludes no change and a change beyond the threshold; n/a rows are groups "
-                 "only one run has" + ("; right: the isolation verdict of each probed cell, "
-                                       "base → new" if len(panels) > 1 else ""))
+                 "excludes no change and a change beyond the threshold, no significant change "
+                 "an interval whose bad end is within the threshold, anything else is "
+                 "inconclusive; n/a rows are groups only one run has"
+                 + ("; right: the isolation verdict of each probed cell, base → new"
+                    if len(panels) > 1 else ""))
 
 
 #: Chart file name -> chart, in page order.
@@ -290,32 +295,33 @@ COMPARE_CHARTS: dict[str, Chart] = {
 
 
 def _sides_html(doc: dict) -> str:
-    """Both runs and the allowed differences, worded as in ``compare.md``."""
-    items = [f"{side}: <strong>{escape(doc[side]['label'])}</strong>, "
-             f"{doc[side]['repetitions']} repetition(s)"
-             + (" (interrupted)" if doc[side].get("interrupted") else "") for side in SIDES]
+    """Both sides and the allowed differences, worded as in the console."""
+    items = [escape(ct.side_line(doc, side)) for side in SIDES]
     items += [f"allowed difference <code>{escape(k)}</code>: {escape(repr(a))} → {escape(repr(b))}"
               for k, (a, b) in doc["allowed_differences"].items()]
     s = doc["settings"]
-    items.append(f"intervals: {s['confidence']:.0%} percentile bootstrap, {s['resamples']} "
-                 f"resamples; thresholds: {escape(s.get('thresholds') or 'defaults')}")
+    unsure = "reported" if s["inconclusive"] == REPORT else "fail the gate (exit 2)"
+    items.append(f"intervals: {s['confidence']:.0%} Welch t over server starts (log scale for "
+                 f"relative changes); thresholds: {escape(s.get('thresholds') or 'defaults')}; "
+                 f"gated inconclusive metrics: {unsure}")
     return "<ul>" + "".join(f"<li>{i}</li>" for i in items) + "</ul>"
 
 
 def _head_html(doc: dict) -> list[str]:
-    """Verdict, both runs, what changed, then every metric folded away."""
-    colour = COMPARE_STYLE[REGRESSED] if doc["exit_code"] else "#009E73"
-    changed = ct.headline_tables(doc)[0]
+    """Verdict, both runs, their problems, what changed, then every metric folded away."""
+    colour = {0: "#009E73", 1: COMPARE_STYLE[REGRESSED]}.get(doc["exit_code"],
+                                                             COMPARE_STYLE[INCONCLUSIVE])
+    problems, changed = ct.problems_table(doc), ct.decisive_table(doc)
     every = ct.changes_table(doc, title="Every metric")
     return [f'<p style="color:{colour};font-size:1.1em"><strong>{escape(ct.summary_line(doc))}'
-            f"</strong></p>", _sides_html(doc),
+            f"</strong></p>", _sides_html(doc), *([table_html(problems)] if problems.rows else []),
             table_html(changed) if changed.rows else
-            f"<p>No metric {REGRESSED}, {IMPROVED} or was {INCONCLUSIVE}.</p>",
+            f"<p>No metric {REGRESSED} or {IMPROVED}, and none gated was {INCONCLUSIVE}.</p>",
             f"<details><summary>Every metric ({len(every.rows)} rows)</summary>\n"
             f"{table_html(every)}\n</details>"]
 
 
-def write_compare_html(doc: dict, base: RunSamples, new: RunSamples, out: Path) -> Path:
+def write_compare_html(doc: dict, base: Side, new: Side, out: Path) -> Path:
     """Write ``out/compare.html`` and its charts (``out/charts/*.png|svg``); the page's path.
 
     The page embeds the PNGs (it is self-contained) and links the SVGs."""
@@ -325,7 +331,7 @@ def write_compare_html(doc: dict, base: RunSamples, new: RunSamples, out: Path) 
         if made is not None:
             figures.append(chart_html(save(made[0], out / "charts", name)[0], made[1]))
     body = [*_head_html(doc), "<h2>Charts</h2>", *figures]
-    rest = ct.headline_tables(doc)[1:]  # isolation (base vs new) and n/a groups, when present
+    rest = ct.headline_tables(doc)[2:]  # isolation (base vs new) and n/a groups, when present
     if rest:
         body += ["<h2>Isolation and groups only one run has</h2>", *map(table_html, rest)]
     title = f"saltbench compare: {doc['base']['label']} → {doc['new']['label']}"

@@ -17,12 +17,26 @@ def value(row: dict, key: str) -> str:
     return f"{v * 100:.1f}%" if row["change_unit"] == POINTS else fmt(v, ".4g")
 
 
+#: The verdict of a comparison per exit code.
+VERDICTS = {0: "PASS", 1: "FAIL", 2: "CANNOT JUDGE"}
+
+
+def side_line(doc: dict, side: str) -> str:
+    """``base: 3 run(s) (server starts), 6 repetition(s): <run ids> (vLLM <version>)``."""
+    d = doc[side]
+    version = f" (vLLM {d['vllm_version']})" if d.get("vllm_version") else ""
+    return (f"{side}: {d['starts']} run(s) (server starts), {d['repetitions']} repetition(s)"
+            f"{' (interrupted)' if d['interrupted'] else ''}: {', '.join(d['run_ids'])}{version}")
+
+
 def summary_line(doc: dict) -> str:
     s = doc["summary"]
-    head = "FAIL" if doc["exit_code"] else "PASS"
-    return (f"{head}: {s['gate failures']} gate failure(s) · {s[REGRESSED]} regressed · "
+    return (f"{VERDICTS[doc['exit_code']]} (exit {doc['exit_code']}): {s['gate failures']} gate "
+            f"failure(s) · problems: {s['new run problems']} in the new run(s), "
+            f"{s['base run problems']} in the base run(s) · {s[REGRESSED]} regressed · "
             f"{s[IMPROVED]} improved · {s[NO_CHANGE]} {NO_CHANGE} · {s[INCONCLUSIVE]} "
-            f"{INCONCLUSIVE} · isolation lost in {s['isolation lost']} cell(s)")
+            f"{INCONCLUSIVE} ({s['gated inconclusive']} gated) · isolation lost or failing in "
+            f"{s['isolation lost']} cell(s)")
 
 
 def changes_table(doc: dict, states: tuple[str, ...] | None = None, title: str = "") -> Table:
@@ -36,6 +50,15 @@ def changes_table(doc: dict, states: tuple[str, ...] | None = None, title: str =
     return Table(title or "Changes", ["path", "modality", "salt mode", "metric", "base", "new",
                                       f"change [{level:.0%} CI]", "threshold", "state", "why"],
                  rows, keys=4)
+
+
+def problems_table(doc: dict) -> Table:
+    """Problems of every run of either side (bench.verdicts.runs.problems, each naming its
+    run directory) and what each does to the gate."""
+    effect = {"new": "fails the gate (exit 1)", "base": "cannot judge (exit 2)"}
+    rows = [[side, problem, effect[side]] for side in ("new", "base")
+            for problem in doc[side].get("problems", [])]
+    return Table("Problems in the runs", ["side", "run: problem", "effect"], rows, keys=1)
 
 
 def isolation_table(doc: dict) -> Table:
@@ -52,10 +75,19 @@ def missing_table(doc: dict) -> Table:
                                                    "reason"], rows, keys=3)
 
 
+def decisive_table(doc: dict) -> Table:
+    """Metrics that regressed or improved, and gated ones that are inconclusive (they fail
+    the gate unless reported only; the others are listed with every metric)."""
+    rows = [r for r in doc["rows"] if r["state"] in (REGRESSED, IMPROVED)
+            or (r["state"] == INCONCLUSIVE and r["gated"])]
+    return changes_table({**doc, "rows": rows},
+                         title="Regressions, improvements and gated inconclusive metrics")
+
+
 def headline_tables(doc: dict) -> list[Table]:
-    """What a reader needs first: what changed, isolation, and what could not be compared
-    (inconclusive metrics are counted in the summary line and listed with every metric)."""
-    out = [changes_table(doc, (REGRESSED, IMPROVED), "Regressions and improvements")]
+    """What a reader needs first: the runs' problems, what changed or could not be judged,
+    isolation, and groups only one run has."""
+    out = [problems_table(doc), decisive_table(doc)]
     if doc["isolation"]:
         out.append(isolation_table(doc))
     if doc["missing"]:

@@ -1,4 +1,4 @@
-"""The self-contained HTML page: metadata, charts (embedded PNG) and every table."""
+"""The self-contained HTML page: findings, metadata, charts (embedded PNG) and every table."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 from string import Template
 
 from bench.report import tables
+from bench.report.findings import findings
 from bench.report.load import Run
 from bench.report.replica_tables import replica_tables
 
@@ -22,6 +23,7 @@ th,td{border:1px solid #ccc;padding:.25em .6em}th{background:#f2f2f2}
 td.n{text-align:right;font-variant-numeric:tabular-nums}
 figure{margin:1em 0}img{max-width:100%;border:1px solid #ddd}
 figcaption{font-size:.85em;color:#555}
+ul.findings{font-size:1.05em;line-height:1.5}
 </style></head><body>
 <h1>$title</h1>
 $body
@@ -47,10 +49,13 @@ def chart_html(png: Path, caption: str) -> str:
 
 
 def run_header(run: Run) -> str:
-    """The run's name, metadata and judgements: what a reader needs before the charts."""
+    """The run's name, its findings, judgements and metadata: what a reader needs before
+    the charts."""
     meta = tables.Table("Metadata", ["key", "value"], [[k, v] for k, v in run.meta().items()], 2)
-    return "\n".join([f"<h2>Run {escape(run.label)}</h2>", table_html(meta),
-                      f"<p>{escape(tables.judgement_line(run.results))}</p>"])
+    found = "".join(f"<li>{escape(f)}</li>" for f in findings(run.results, run.isolation))
+    return "\n".join([f"<h2>Run {escape(run.label)}</h2>",
+                      f'<h3>Findings</h3><ul class="findings">{found}</ul>',
+                      f"<p>{escape(tables.judgement_line(run.results))}</p>", table_html(meta)])
 
 
 def run_tables(run: Run) -> str:
@@ -66,7 +71,8 @@ def run_tables(run: Run) -> str:
 
 
 def page(runs: list[Run], charts: dict[str, Path]) -> str:
-    """The page for ``runs``: metadata first, then ``charts`` (caption -> PNG), then tables."""
+    """The page for ``runs``: findings and metadata first, then ``charts`` (caption -> PNG),
+    then tables."""
     title = "saltbench report: " + ", ".join(run.label for run in runs)
     body = [run_header(run) for run in runs]
     body += [chart_html(png, caption) for caption, png in charts.items()]

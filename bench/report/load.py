@@ -8,9 +8,9 @@ from pathlib import Path
 from bench import SCHEMA_VERSION
 from bench.docio import read_document
 from bench.errors import BenchError
+from bench.measured.records import read_records
 from bench.outputs import ISOLATION_FILE, ISOLATION_KIND, RECORDS_FILE, RESULTS_FILE
 from bench.results import read_results
-from bench.run.records import read_records
 from bench.vocab import MEASURE
 
 

@@ -5,6 +5,7 @@ The HTML page and the console render the same tables, so all agree on every numb
 
 from __future__ import annotations
 
+from bench.report.findings import findings
 from bench.report.load import Run
 from bench.report.replica_tables import replica_tables
 from bench.report.tables import (
@@ -32,10 +33,12 @@ def to_markdown(table: Table) -> str:
 
 
 def summary(runs: list[Run]) -> str:
-    """The Markdown summary: per run, its metadata, per-pass table and verdicts."""
+    """The Markdown summary: per run, its findings, metadata, per-pass table and verdicts."""
     parts = ["## saltbench report"]
     for run in runs:
-        parts += [f"### {run.label}", meta_line(run), to_markdown(pass_table(run.results)),
+        parts += [f"### {run.label}",
+                  "\n".join(f"- {f}" for f in findings(run.results, run.isolation)),
+                  meta_line(run), to_markdown(pass_table(run.results)),
                   *(f"#### {t.title}\n\n{to_markdown(t)}" for t in failure_tables(run.results)),
                   judgement_line(run.results)]
         if run.results.get("spread"):
@@ -51,8 +54,7 @@ def compare_summary(doc: dict) -> str:
     """The Markdown of a comparison: verdict, both runs, what changed, then every metric."""
     from bench.report import compare_tables as ct
 
-    sides = [f"- {side}: **{doc[side]['label']}**, {doc[side]['repetitions']} repetition(s)"
-             for side in ("base", "new")]
+    sides = [f"- {ct.side_line(doc, side)}" for side in ("base", "new")]
     allowed = [f"- allowed difference `{k}`: {a!r} → {b!r}"
                for k, (a, b) in doc["allowed_differences"].items()]
     parts = ["## saltbench compare", f"**{ct.summary_line(doc)}**", "\n".join(sides + allowed)]

@@ -142,9 +142,11 @@ def judgement_line(results: dict) -> str:
     oracle = results.get("oracle", {})
     return (f"{partial}requests judged exactly: {c.get('judged', '–')} of "
             f"{c.get('requests', '–')} (met {c.get('met', '–')}, leak {c.get('leak', '–')}, "
-            f"under-hit {c.get('under-hit', '–')}; unjudged, a twin in flight or an earlier "
-            f"output's block: {c.get('unjudged', '–')}; failed {c.get('failed', '–')}; no layout, render "
-            f"failed or run interrupted: {c.get('no-layout', '–')}); "
+            f"under-hit {c.get('under-hit', '–')}; unjudged {c.get('unjudged', '–')}: an "
+            f"earlier output's block {c.get('unjudged_output_blocks', '–')}, a source without a "
+            f"layout {c.get('unjudged_unknown_source', '–')}, the rest a source in flight; "
+            f"failed {c.get('failed', '–')}; no layout, render failed or run interrupted: "
+            f"{c.get('no-layout', '–')}); "
             f"workload oracle agreed: {oracle.get('agreed', '–')}/{oracle.get('compared', '–')}; "
             f"prompt-token mismatches between paths: "
             f"{len(results.get('prompt_token_mismatches', []))}")
@@ -183,7 +185,8 @@ def verdict_table(iso: dict) -> Table:
 
 
 def side_channel_table(iso: dict) -> Table:
-    """Per row: effect size, one-sided test (Holm across the run) and what it could detect;
+    """Per row: effect size, one-sided paired test (Holm across the cross-tenant rows) and
+    what it could detect;
     rows written before these statistics existed show "–"."""
     def detectable(s: dict) -> str:
         """"none" for a tested row at whose sizes no AUC at all could reach alpha."""
@@ -197,10 +200,12 @@ def side_channel_table(iso: dict) -> Table:
              f"{ms(s.get('median_a_ms'))} / {ms(s.get('median_b_ms'))}",
              fmt(s.get("p_adjusted"), ".3g"), detectable(s), s.get("finding") or "–"]
             for s in iso.get("side_channel", [])]
-    return Table("Timing side channel (AUC = P(TTFT a > TTFT b), 95% bootstrap CI; one-sided "
-                 "Mann-Whitney p, Holm-adjusted across the run's rows)",
-                 ["path", "modality", "kind", "AUC", "95% CI", "n a/b", "median ms a / b",
-                  "p (Holm)", "min detectable AUC (at alpha/rows)", "finding"], rows, keys=3)
+    return Table("Timing side channel (paired AUC = T+/(T+ + T-) of TTFT a - TTFT b, 95% "
+                 "bootstrap CI over pairs; one-sided Wilcoxon signed-rank p, Holm across the "
+                 "cross-tenant rows, controls alone)",
+                 ["path", "modality", "kind", "paired AUC", "95% CI", "n a/b", "median ms a / b",
+                  "p (Holm)", "min detectable AUC (at alpha/tested rows)", "finding"], rows,
+                 keys=3)
 
 
 def uuid_table(iso: dict) -> Table:
@@ -250,7 +255,8 @@ def print_isolation(iso: dict, console: Console) -> None:
         console.print(to_rich(side_channel_table(iso)))
         opts = iso.get("metadata", {}).get("isolation_options", {})
         target = opts.get("samples_power_target")
-        why = (f"enough to detect an AUC of {target['target_auc']} with {target['power']:.0%} "
-               f"power at alpha {target['alpha']}, Holm-adjusted across {target['tests']} rows"
+        why = (f"enough to detect a paired AUC of {target['target_auc']} with "
+               f"{target['power']:.0%} power at alpha {target['alpha']}, Holm-adjusted across "
+               f"{target['tests']} cross-tenant rows"
                if target else "as given; each row shows the smallest AUC it could detect")
-        console.print(f"side channel: {opts.get('samples', '–')} samples per group, {why}")
+        console.print(f"side channel: {opts.get('samples', '–')} pairs per row, {why}")

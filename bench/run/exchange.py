@@ -7,8 +7,8 @@ import time
 import aiohttp
 
 from bench.client.stream import CONNECT_TIMEOUT_S, MAX_ERROR_CHARS, post_stream
+from bench.measured.records import Exchange
 from bench.paths.base import RequestPath, carries_tokens, is_token_event, usage_counts
-from bench.run.records import Exchange
 from bench.salts import digest
 from bench.vocab import Failure
 

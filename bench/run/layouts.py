@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import aiohttp
 
+from bench.measured.records import LayoutLine
 from bench.paths.base import RequestPath, openai_messages, render, text_only
-from bench.run.records import LayoutLine
 from bench.verdicts.prefix_model import MediaSpan, layout
 
 #: Renders in flight at once (they are cheap next to a pass, and outside its window).

@@ -24,17 +24,17 @@ import time
 from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import aiohttp
 from rich.progress import Progress
 
-from bench import SCHEMA_VERSION, salts
+from bench import SCHEMA_VERSION, aio, salts
 from bench.client.connections import streaming
 from bench.client.loadshape import arrival_offsets, dispatch
-from bench.client.stream import CONNECT_TIMEOUT_S
 from bench.engine.target import Target
 from bench.errors import BenchError
+from bench.measured import counters
+from bench.measured.records import Exchange, PassInfo, Record, RecordWriter
 from bench.outputs import LAYOUTS_FILE, PASSES_FILE, RECORDS_FILE
 from bench.paths import make_paths
 from bench.paths.base import (
@@ -45,47 +45,18 @@ from bench.paths.base import (
     tagged,
 )
 from bench.paths.media_urls import MediaUrls
-from bench.run import counters
 from bench.run import layouts as layout_render
 from bench.run.exchange import exchange, failed_exchange
-from bench.run.records import Exchange, PassInfo, Record, RecordWriter
 from bench.run.replicas import PerReplica
-from bench.run.workers import Workers
-from bench.vocab import MEASURE, SALT_MODES, Failure
+from bench.run.resume import Resume
+from bench.run.settings import RunOptions
+from bench.run.workers import Workers, sender, slots, worker_count
+from bench.vocab import MEASURE, Failure
 from bench.workload import Workload
-
-if TYPE_CHECKING:
-    from bench.run.resume import Resume
 
 log = logging.getLogger(__name__)
 #: Records of the measured requests are written in batches at most this late (s).
 RECORD_DELAY_S = 0.05
-
-
-@dataclass
-class RunOptions:
-    """How to send the workload (recorded in the results)."""
-
-    paths: list[str]
-    salt_modes: list[str] = field(default_factory=lambda: list(SALT_MODES))
-    rate: float | None = None  # None: the workload's arrival times, else all at once
-    burstiness: float = 1.0
-    max_concurrency: int | None = 1
-    warmup: int = 2
-    prime: bool = False
-    timeout_s: float = 600.0  # per request, in all
-    connect_timeout_s: float = CONNECT_TIMEOUT_S  # per request, to open its connection
-    first_byte_timeout_s: float | None = None  # per request, from its send to a first byte
-    media_url: str = "data"
-    audio_part: str = "audio_url"
-    seed: int = 0
-    repeat: int = 1
-    #: Stop sending after this many seconds (None: no deadline); what is left is unsent.
-    deadline_s: float | None = None
-    #: Processes that send the measured requests (bench.run.workers); 1: this one.
-    workers: int = 1
-    #: Test-only: paths whose builder drops the salt (proves that a leak is caught).
-    drop_salt_on: tuple[str, ...] = ()
 
 
 def pass_order(paths: list[RequestPath], salt_modes: list[str],
@@ -162,7 +133,7 @@ class Runner:
         with RecordWriter(self.out_dir / RECORDS_FILE, RECORD_DELAY_S) as writer, \
                 RecordWriter(self.out_dir / LAYOUTS_FILE) as layouts, \
                 RecordWriter(self.out_dir / PASSES_FILE) as passes, \
-                Workers(self) as self.workers:
+                Workers(self.opts, self.out_dir, measure_in_worker) as self.workers:
             async with self.open_session():
                 self.writer = writer
                 for repetition in range(self.opts.repeat):
@@ -183,18 +154,18 @@ class Runner:
         return self.passes
 
     async def measure_share(self, info: PassInfo, worker: int, start: float) -> str | None:
-        """In worker process ``worker`` of ``opts.workers``: send every ``workers``-th measured
-        request of the pass from the ``worker``-th, on the common schedule from ``start``
-        (``time.perf_counter``, one clock for every process on Linux), at an equal share of
-        the concurrency; records go to ``self.writer``. Why the run stopped, if it did."""
+        """In worker process ``worker``: send the measured requests of the pass that fall to
+        its slots of the concurrency (:mod:`bench.run.workers`), on the common schedule
+        from ``start`` (``time.perf_counter``, one clock for every process on Linux), with
+        those slots; records go to ``self.writer``. Why the run stopped, if it did."""
         path = next(p for p in self.make_paths() if p.name == info.path)
+        workers, concurrency = worker_count(self.opts), self.opts.max_concurrency
         share = (item for i, item in enumerate(self.schedule(info))
-                 if i % self.opts.workers == worker)
-        limit = self.opts.max_concurrency and -(-self.opts.max_concurrency // self.opts.workers)
+                 if sender(i, workers, concurrency) == worker)
         async with self.open_session():
             await asyncio.sleep(max(start - time.perf_counter(), 0.0))
-            await dispatch(share, limit, lambda req: self.send(path, info, req, MEASURE),
-                           self.hurry)
+            await dispatch(share, slots(worker, workers, concurrency),
+                           lambda req: self.send(path, info, req, MEASURE), self.hurry)
         return self.stopped
 
     def todo(self, info: PassInfo, phase: str, limit: int | None = None) -> Iterator[dict]:
@@ -246,7 +217,8 @@ class Runner:
         start = time.perf_counter()
         try:
             if self.workers:
-                await self.workers.measure(info)
+                for reason in await self.workers.measure(self.plan(), info, self.take):
+                    self.stop(reason)
             else:
                 await dispatch(self.schedule(info), self.opts.max_concurrency,
                                lambda req: self.send(path, info, req, MEASURE), self.hurry)
@@ -329,10 +301,20 @@ class Runner:
         record.update(await self.servers.served(
             self.exchange(path, tagged(req, info.tag), req["max_tokens"], salt), record))
         record["end_s"] = round(time.perf_counter() - self.t0, 6)
+        self.take(record)
+
+    def take(self, record: Record) -> None:
+        """Number a finished request's record (``seq``: the order in which requests
+        finished) and write it."""
         self.seq += 1
-        record["seq"] = self.seq  # the order in which requests finished
+        record["seq"] = self.seq
         self.writer.write(record)
         self.advance(1)
+
+    def plan(self) -> WorkerPlan:
+        """What a worker process needs to send as this runner does."""
+        return WorkerPlan(self.target, self.workload, self.opts, self.out_dir, self.run_id,
+                          self.secret, self.resume, self.t0, self.deadline)
 
     async def exchange(self, path: RequestPath, messages: list[dict], max_tokens: int,
                        salt: str | None) -> Exchange:
@@ -353,3 +335,30 @@ class Runner:
         if out["failure"] in (Failure.CONNECT, Failure.RESET):
             await self.check_server()
         return out
+
+
+@dataclass(frozen=True)
+class WorkerPlan:
+    """What a worker process needs to send its share of a pass as the main runner would:
+    picklable, and nothing more (no session, writer or progress)."""
+
+    target: Target
+    workload: Workload
+    opts: RunOptions
+    out_dir: Path
+    run_id: str
+    secret: str = field(repr=False)
+    resume: Resume | None
+    t0: float  # the main runner's clock origin (perf_counter: one clock for all processes)
+    deadline: float | None
+
+
+def measure_in_worker(plan: WorkerPlan, info: PassInfo, worker: int, start: float,
+                      part: Path) -> str | None:
+    """A worker's task (:mod:`bench.run.workers`): a runner built from ``plan`` sends the
+    worker's share of the pass into ``part``; why the run stopped, if it did."""
+    runner = Runner(plan.target, plan.workload, plan.opts, plan.out_dir, plan.run_id,
+                    plan.secret, resume=plan.resume)
+    runner.t0, runner.deadline = plan.t0, plan.deadline
+    with RecordWriter(part, RECORD_DELAY_S) as runner.writer:
+        return aio.run(runner.measure_share(info, worker, start))

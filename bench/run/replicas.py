@@ -20,8 +20,8 @@ import aiohttp
 from bench.client.connections import seen_headers
 from bench.engine.target import Target
 from bench.errors import BenchError
-from bench.run import counters
-from bench.run.records import Exchange
+from bench.measured import counters
+from bench.measured.records import Exchange
 
 #: Response headers that name the replica: its address, or its URL.
 ADDRESS_HEADER = "x-saltbench-replica"
@@ -41,7 +41,7 @@ async def scrape_servers(session: aiohttp.ClientSession,
 def servers_delta(before: dict[str, dict[str, float]],
                   after: dict[str, dict[str, float]]) -> tuple[dict[str, float], dict]:
     """The summed delta and each server's (``counters.delta`` each: a restarted replica
-    raises :class:`~bench.run.counters.CountersReset`)."""
+    raises :class:`~bench.measured.counters.CountersReset`)."""
     each = {name: counters.delta(before[name], after[name]) for name in after}
     total: dict[str, float] = {}
     for delta in each.values():

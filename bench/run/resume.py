@@ -18,11 +18,11 @@ from pathlib import Path
 
 from bench.docio import write_text
 from bench.errors import BenchError
+from bench.measured.records import PassInfo, read_records
 from bench.outputs import LAYOUTS_FILE, PASSES_FILE, RECORDS_FILE, RESULTS_FILE
 from bench.results import read_results
-from bench.run.passes import RunOptions
-from bench.run.records import PassInfo, read_records
 from bench.run.secret import read_secret
+from bench.run.settings import RunOptions
 from bench.vocab import MEASURE, Failure
 
 #: Failures after which a request is sent again: it may never have reached the server.

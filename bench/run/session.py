@@ -15,15 +15,16 @@ from rich.console import Console
 from bench import aio
 from bench.engine.target import Target
 from bench.errors import BenchError
+from bench.measured.records import PassLines
 from bench.metadata import base_metadata
 from bench.outputs import LAYOUTS_FILE, RECORDS_FILE, RESULTS_FILE
 from bench.paths import unavailable_paths
 from bench.progress import progress_bar
 from bench.results import build_results, write_results
-from bench.run.passes import Runner, RunOptions
-from bench.run.records import PassLines
+from bench.run.passes import Runner
 from bench.run.resume import Resume, check_target, prepare
 from bench.run.secret import create_secret
+from bench.run.settings import RunOptions
 from bench.workload import Workload
 
 

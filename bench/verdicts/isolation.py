@@ -3,11 +3,33 @@ code of a run.
 
 A step's second request must get the full hit (same salt, or no salt twice) or nothing
 (another salt); every first request is a first sighting and must get nothing.
+
+One precedence, :data:`bench.vocab.VERDICTS` (LEAK > ERROR > UNDER-HIT > ISOLATED), ranks
+the findings of a cell (:func:`ranked`) and the cells of a run (:func:`worst`), and the
+exit code is the worst verdict's (:data:`EXIT_CODES`): the same findings give the same
+code whether they are in one cell or several.
 """
 
 from __future__ import annotations
 
-from bench.vocab import ERROR, FULL, ISOLATED, LEAK, NONE, UNDER_HIT
+from collections.abc import Iterable
+
+from bench.vocab import ERROR, FULL, ISOLATED, LEAK, NONE, UNDER_HIT, VERDICTS
+
+#: The exit code of a run whose worst verdict is this one.
+EXIT_CODES = {LEAK: 1, ERROR: 2, UNDER_HIT: 1, ISOLATED: 0}
+
+
+def ranked(leaks: bool, errors: bool, under_hits: bool) -> str:
+    """The verdict of a cell or probe from what its steps found."""
+    found = {LEAK: leaks, ERROR: errors, UNDER_HIT: under_hits}
+    return next((v for v in VERDICTS if found.get(v)), ISOLATED)
+
+
+def worst(verdicts: Iterable[str]) -> str | None:
+    """The most severe of ``verdicts`` (others, e.g. n/a, are skipped); None if none."""
+    present = set(verdicts)
+    return next((v for v in VERDICTS if v in present), None)
 
 
 def step_ok(step: dict) -> bool:
@@ -30,11 +52,8 @@ def verdict(steps: list[dict]) -> tuple[str, int, str | None]:
     reason = "; ".join([*(f"{s['name']}: {s['cached']} cached tokens" for s in leaks),
                         *(f"{s['name']}: {s['error']}" for s in failed),
                         *(f"{s['name']}: {s['cached']}/{s['expected']} tokens" for s in under)])
-    if leaks:
-        return LEAK, sum(s["cached"] for s in leaks), reason
-    if failed:
-        return ERROR, 0, reason
-    return (UNDER_HIT, 0, reason) if under else (ISOLATED, 0, None)
+    result = ranked(bool(leaks), bool(failed), bool(under))
+    return result, sum(s["cached"] for s in leaks), reason if result != ISOLATED else None
 
 
 def uuid_verdict(steps: dict[str, dict], cross: str) -> tuple[str, int, str | None]:
@@ -47,16 +66,16 @@ def uuid_verdict(steps: dict[str, dict], cross: str) -> tuple[str, int, str | No
     leaked = (steps[cross]["cached_tokens"] or 0) if steps[cross]["ok"] else 0
     failed = [f"{name}: {s['error']}" for name, s in steps.items() if not s["ok"]]
     reason = "; ".join([*([f"{cross}: {leaked} cached tokens"] if leaked else []), *failed])
-    if leaked:
-        return LEAK, leaked, reason
-    return (ERROR, 0, reason) if failed else (ISOLATED, 0, None)
+    result = ranked(bool(leaked), bool(failed), False)
+    return result, leaked, reason if result != ISOLATED else None
 
 
 def exit_code(isolation: dict) -> int:
-    """0: all isolated; 1: a leak (cell, routed cell or uuid probe) or an under-hit; 2: could
-    not run."""
-    verdicts = {j["verdict"] for j in [*isolation["cells"], *isolation.get("routed", []),
-                                       *isolation.get("uuid_probe", [])]}
-    if verdicts & {LEAK, UNDER_HIT}:
-        return 1
-    return 2 if ERROR in verdicts or not isolation["cells"] else 0
+    """The exit code of the worst verdict of every cell, routed cell and uuid probe
+    (:data:`EXIT_CODES`: 0 all isolated, 1 a leak or an under-hit, 2 an error). No judged
+    cell (none ran, or the server can serve none) counts as an ERROR."""
+    verdicts = [j["verdict"] for j in [*isolation["cells"], *isolation.get("routed", []),
+                                       *isolation.get("uuid_probe", [])]]
+    if worst(c["verdict"] for c in isolation["cells"]) is None:
+        verdicts.append(ERROR)
+    return EXIT_CODES[worst(verdicts) or ERROR]

@@ -18,6 +18,12 @@ output completed may also hit.
 
 A resumed run's segments are judged together, but a source guarantees hits only within
 its own segment (the server may have restarted, and lost its cache, in between).
+
+A request whose layout is unknown (its render failed, or gave another token count) is not
+judged, but it may still be a source: it widens ``upper`` of every later request it can
+reach (in its own cache domain, or one ``judge``'s ``reached_by`` names) to as many blocks
+as its prompt and output may have filled (all of them when its length is unknown).
+Requests of other domains are judged exactly.
 """
 
 from __future__ import annotations
@@ -25,7 +31,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Hashable, Sequence
+from bisect import bisect_left
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 
 from bench.vocab import Judged
@@ -78,7 +85,7 @@ class Sent:
     #: Which requests share a cache: a salt label or digest (None = no cache_salt); behind
     #: a router, with the replica (bench.verdicts.replicas.cache_domain).
     salt: Hashable
-    layout: Layout | None  # None: unknown, neither judged nor a source
+    layout: Layout | None  # None: unknown, not judged; a source of up to prompt_tokens
     start: float  # when the client started it (s, any common clock)
     first_token: float | None  # when its first token arrived (None if never)
     end: float | None  # when it completed successfully (None if it failed)
@@ -87,6 +94,9 @@ class Sent:
     #: A resumed run's part (the server may have restarted in between): only sources of
     #: the same segment are guaranteed; any earlier one is still allowed.
     segment: int = 0
+    #: The prompt's token count as the server reported it: how far a request of unknown
+    #: layout may reach as a source (None: unknown, any length).
+    prompt_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -95,10 +105,13 @@ class Judgement:
 
     lower: int  # cached tokens guaranteed: same-salt sources completed by R.start
     upper: int  # cached tokens allowed: same-salt sources started before R's first token
-    verdict: str  # "met" | "leak" | "under-hit" | "unjudged" | "failed"
+    verdict: str  # bench.vocab.Judged: met, leak, under-hit, unjudged, failed, no-layout
     leaked_tokens: int  # max(cached - upper, 0)
     missing_tokens: int  # max(lower - cached, 0)
     output_tokens: int = 0  # of ``upper``: blocks an earlier request's generated tokens filled
+    #: Of ``upper``: tokens beyond what known sources allow, that only a request of unknown
+    #: layout may have cached.
+    unknown_tokens: int = 0
 
     @property
     def expected(self) -> int | None:
@@ -173,8 +186,54 @@ def _decode_extra(keys: Sequence[str], run: int, ends: dict[str, list], rid: int
     return min(extra, len(keys) - run)
 
 
-def judge(sent: Sequence[Sent], block_size: int) -> dict[int, Judgement]:
-    """Judge every request of ``sent`` (any order) against the cache its predecessors built."""
+#: Per cache domain: starts of its requests of unknown layout (sorted), and the running
+#: maximum of how many blocks they may have filled.
+_Blind = dict[Hashable, tuple[list[float], list[float]]]
+
+
+def _blind(sent: Iterable[Sent], block_size: int) -> _Blind:
+    """Index the requests of unknown layout: how many blocks each may have filled (its
+    prompt and output; any number when its length or output is unknown)."""
+    events: dict[Hashable, list[tuple[float, float]]] = {}
+    for s in sent:
+        if s.layout is None:
+            reach = (math.inf if s.prompt_tokens is None or s.end is None
+                     else (s.prompt_tokens + s.output_tokens - 1) // block_size)
+            events.setdefault(s.salt, []).append((s.start, reach))
+    out: _Blind = {}
+    for salt, items in events.items():
+        items.sort()
+        running, peak = [], 0.0
+        for _, reach in items:
+            peak = max(peak, reach)
+            running.append(peak)
+        out[salt] = ([start for start, _ in items], running)
+    return out
+
+
+def _blind_reach(index: _Blind, domains: Iterable[Hashable], limit: float) -> float:
+    """The most blocks a request of unknown layout in ``domains`` that started strictly
+    before ``limit`` may have filled (0 if none)."""
+    reach = 0.0
+    for domain in domains:
+        if (found := index.get(domain)) is not None:
+            starts, running = found
+            if (i := bisect_left(starts, limit)) > 0:
+                reach = max(reach, running[i - 1])
+    return reach
+
+
+def _itself(domain: Hashable) -> tuple[Hashable, ...]:
+    return (domain,)
+
+
+def judge(sent: Sequence[Sent], block_size: int,
+          reached_by: Callable[[Hashable], Iterable[Hashable]] = _itself) -> dict[int, Judgement]:
+    """Judge every request of ``sent`` (any order) against the cache its predecessors built.
+
+    ``reached_by(domain)``: the domains whose requests of unknown layout may have cached
+    blocks in ``domain`` (default: itself only).
+    """
     if block_size <= 0:
         raise ValueError(f"block_size must be positive, got {block_size}")
     known = [s for s in sent if s.layout is not None]
@@ -182,10 +241,12 @@ def judge(sent: Sequence[Sent], block_size: int) -> dict[int, Judgement]:
     completed = _index([(s.end, s.id, (s.salt, s.segment), s.layout) for s in known
                         if s.end is not None])
     decoded = _decode_ends(known, block_size)
+    blind = _blind(sent, block_size)
     out: dict[int, Judgement] = {}
     for r in sent:
         if r.layout is None:
-            out[r.id] = Judgement(0, 0, Judged.UNJUDGED, 0, 0)
+            verdict = Judged.NO_LAYOUT if r.end is not None else Judged.FAILED
+            out[r.id] = Judgement(0, 0, verdict, 0, 0)
             continue
         keys = r.layout.block_keys[:max(r.layout.n_tokens - 1, 0) // block_size]
         cutoff = r.first_token if r.first_token is not None else r.end if r.end is not None else math.inf
@@ -195,9 +256,12 @@ def judge(sent: Sequence[Sent], block_size: int) -> dict[int, Judgement]:
         lower = done * block_size
         run = _run(keys, done, started.get(r.salt, {}), r.id, cutoff, inclusive=False)
         output = _decode_extra(keys, run, decoded.get(r.salt, {}), r.id, cutoff) * block_size
-        upper = run * block_size + output
+        known_upper = run * block_size + output
+        reach = min(_blind_reach(blind, reached_by(r.salt), cutoff), len(keys))
+        upper = max(known_upper, int(reach) * block_size)
+        unknown = upper - known_upper
         if r.end is None or r.cached is None:
-            out[r.id] = Judgement(lower, upper, Judged.FAILED, 0, 0, output)
+            out[r.id] = Judgement(lower, upper, Judged.FAILED, 0, 0, output, unknown)
             continue
         if r.cached > upper:
             verdict = Judged.LEAK
@@ -208,5 +272,5 @@ def judge(sent: Sequence[Sent], block_size: int) -> dict[int, Judgement]:
         else:
             verdict = Judged.UNJUDGED
         out[r.id] = Judgement(lower, upper, verdict, max(r.cached - upper, 0),
-                              max(lower - r.cached, 0), output)
+                              max(lower - r.cached, 0), output, unknown)
     return out

@@ -23,14 +23,12 @@ from collections import Counter
 from collections.abc import Callable, Hashable
 from dataclasses import asdict, replace
 
+from bench.measured.records import PassInfo, Record
 from bench.metrics import group_by
-from bench.run.records import PassInfo, Record
 from bench.verdicts import prefix_model as pm
 from bench.verdicts.requests import behind_router, to_sent
-from bench.verdicts.runs import counters_agree
+from bench.verdicts.runs import HITS, QUERIES, counters_agree, counters_exact
 from bench.vocab import MEASURE, Judged
-
-QUERIES, HITS = "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total"
 
 
 def _lower(sent: list[pm.Sent], domain: Callable[[pm.Sent], Hashable],
@@ -94,7 +92,8 @@ def replica_counts(records: list[Record], deltas: dict[str, dict]) -> dict[str, 
         leaks = [r for r in done if r.get("judgement") == Judged.LEAK]
         out[name] = {"requests": len(done), "prompt_tokens": prompt, "cached_tokens": cached,
                      "counter_queries": delta.get(QUERIES), "counter_hits": delta.get(HITS),
-                     "agree": counters_agree(delta, prompt, cached), "leaks": len(leaks),
+                     "agree": counters_agree(delta, prompt, cached),
+                     "exact": counters_exact(delta, prompt, cached), "leaks": len(leaks),
                      "leaked_tokens": sum(r["leaked_tokens"] for r in leaks)}
     return out
 

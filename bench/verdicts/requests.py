@@ -3,10 +3,12 @@
 For each pass, the records of its ``prime`` and ``measure`` phases and the layouts the
 server rendered for them go through :func:`bench.verdicts.prefix_model.judge`, which
 bounds each request's cached tokens by what completed (guaranteed) and what had started
-(allowed) under the same salt before it. Each record is annotated in memory with its
-``judgement`` and bounds; the summary counts them per path x modality x salt mode.
-Leaked tokens (above what is allowed) and missing tokens (below what is guaranteed) are
-summed apart, never netted.
+(allowed) under the same salt before it. A request without a layout (render failed or gave
+another token count, or behind a router no replica claims it) is counted ``no-layout``
+and only widens the bounds of the requests it may have supplied. Each record is annotated
+in memory with its ``judgement`` and bounds; the summary counts them per path x modality
+x salt mode, and why unjudged requests are unjudged. Leaked tokens (above what is allowed)
+and missing tokens (below what is guaranteed) are summed apart, never netted.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Hashable, Iterable
 
+from bench.measured.records import LayoutLine, Record
 from bench.paths import media_paths
-from bench.run.records import LayoutLine, Record
 from bench.verdicts import prefix_model as pm
 from bench.vocab import FULL, JUDGEMENTS, MEASURE, NONE, PARTIAL, Judged
 
@@ -27,11 +29,12 @@ MAX_DISAGREEMENTS = 50
 PROBLEM_FIELDS = ("seq", "phase", "pass", "path", "salt_mode", "request_id", "modality",
                   "replica", "judgement", "prompt_tokens", "cached_tokens", "cached_lower",
                   "cached_upper")
-#: The judgement of a request the model could not judge (no layout).
-NO_LAYOUT = pm.Judgement(0, 0, Judged.NO_LAYOUT, 0, 0)
-#: The counts of judged requests, in order.
-COUNT_KEYS = ("requests", "judged", *JUDGEMENTS, "unjudged_output_blocks", "leaked_tokens",
-              "missing_tokens")
+#: The counts of judged requests, in order. ``unjudged`` splits into
+#: ``unjudged_output_blocks`` (only blocks an earlier request's output filled may match:
+#: their token ids are not recorded), ``unjudged_unknown_source`` (a request of unknown
+#: layout may have supplied blocks) and the rest (a source was in flight).
+COUNT_KEYS = ("requests", "judged", *JUDGEMENTS, "unjudged_output_blocks",
+              "unjudged_unknown_source", "leaked_tokens", "missing_tokens")
 
 
 def full_hit_tokens(prompt_tokens: int, block_size: int) -> int:
@@ -50,6 +53,15 @@ def cache_domain(record: Record) -> Hashable:
     if behind_router(record):
         return (record["salt_digest"], record["replica"])
     return record["salt_digest"]
+
+
+def reached_by(domain: Hashable) -> tuple[Hashable, ...]:
+    """The cache domains whose requests of unknown layout may have cached blocks in
+    ``domain``: itself and, behind a router, the same salt's requests that no replica
+    claims (they may have been served anywhere)."""
+    if isinstance(domain, tuple):
+        return (domain, (domain[0], None))
+    return (domain,)
 
 
 def layouts_by_request(lines: Iterable[LayoutLine]) -> dict[str, pm.Layout | None]:
@@ -73,7 +85,8 @@ def to_sent(record: Record, layout: pm.Layout | None) -> pm.Sent:
                    end=record["end_s"] if record["ok"] else None,
                    cached=record["cached_tokens"] if record["ok"] else None,
                    output_tokens=(record.get("output_tokens") or 0) if record["ok"] else 0,
-                   segment=record.get("segment", 0))
+                   segment=record.get("segment", 0),
+                   prompt_tokens=record.get("prompt_tokens") if record["ok"] else None)
 
 
 class Judgements:
@@ -94,17 +107,15 @@ class Judgements:
         for s in sent:
             if s.layout is not None:
                 self.blocks.update(hash((s.salt, k)) for k in s.layout.block_keys)
-        # A request without a layout could be the source of another's hit: judge none.
-        complete = all(s.layout is not None for s in sent)
-        return pm.judge(sent if complete else [], self.block_size)
+        return pm.judge(sent, self.block_size, reached_by)
 
     def annotate(self, r: Record, judged: dict[int, pm.Judgement]) -> None:
         """Annotate a ``prime`` or ``measure`` record with its judgement, and count it."""
-        j = judged.get(r["seq"], NO_LAYOUT)
+        j = judged[r["seq"]]
         verdict = j.verdict if r["ok"] else Judged.FAILED
         exact = verdict not in (Judged.FAILED, Judged.NO_LAYOUT)
         r.update(judgement=verdict, cached_lower=j.lower, cached_upper=j.upper,
-                 output_block_tokens=j.output_tokens,
+                 output_block_tokens=j.output_tokens, unknown_source_tokens=j.unknown_tokens,
                  expected_cached_tokens=j.expected if exact else None,
                  leaked_tokens=j.leaked_tokens, missing_tokens=j.missing_tokens)
         counts = _counts(r)
@@ -134,14 +145,15 @@ def judged_phase(record: Record) -> bool:
 
 def _counts(r: Record) -> dict[str, int]:
     """One judged record's part of the counts (:data:`COUNT_KEYS`)."""
-    verdict = r["judgement"]
+    verdict, unknown = r["judgement"], r.get("unknown_source_tokens", 0)
     return {
         "requests": 1, "judged": int(verdict in (Judged.MET, Judged.LEAK, Judged.UNDER_HIT)),
         verdict: 1,
         # Unjudged only because blocks of an earlier request's output might match.
         "unjudged_output_blocks": int(
-            verdict == Judged.UNJUDGED
+            verdict == Judged.UNJUDGED and not unknown
             and r["cached_upper"] - r.get("output_block_tokens", 0) == r["cached_lower"]),
+        "unjudged_unknown_source": int(verdict == Judged.UNJUDGED and unknown > 0),
         "leaked_tokens": r.get("leaked_tokens") or 0,
         "missing_tokens": r.get("missing_tokens") or 0}
 

@@ -1,13 +1,15 @@
-"""How often does ``compare`` fail a pair of runs of the same build? (A benchmark of the
+"""How often does ``compare`` fail two sets of runs of the same build? (A benchmark of the
 gate, not a test: its figure goes into the README.)
 
-    .venv/bin/python tests/benchmarks/gate_false_alarms.py OUT [RUNS] [--thresholds TOML]
+    .venv/bin/python tests/benchmarks/gate_false_alarms.py OUT [RUNS] [--per-side K]
+        [--thresholds TOML]
 
-Makes RUNS (default 6) runs of the same build, each on its own server (as a CI job's base
-and candidate are), with the compare fixtures' scenario (``smoke``, 24 requests, chat and
-generate-parts, both salt modes, two repetitions), then compares every pair (older run as base) and
-prints the share of pairs with a gate failure and the false alarms per metric.
-``OUT/summary.json`` keeps the figures; run directories already in OUT are reused.
+Makes RUNS (default 6) runs of the same build, each on its own server start (as a CI job's
+base and candidate sets are), with the compare fixtures' scenario (``smoke``, 24 requests,
+chat and generate-parts, both salt modes, two repetitions), then compares every two
+disjoint sets of K runs (default 3) and prints the share of comparisons with a gate failure
+(exit 1: a false alarm), those that cannot be judged (exit 2) and the false alarms per
+metric. ``OUT/summary.json`` keeps the figures; run directories already in OUT are reused.
 """
 
 from __future__ import annotations
@@ -20,12 +22,12 @@ from pathlib import Path
 
 from rich.console import Console
 
-from bench.compare.session import compare_dirs
-from bench.engine.target import open_target
+from bench.engine.open import open_target
 from bench.options import target_args
 from bench.outputs import RESULTS_FILE, new_run_id
-from bench.run.passes import RunOptions
+from bench.report.compare_report import compare_and_report
 from bench.run.session import run_benchmark
+from bench.run.settings import RunOptions
 from bench.vocab import REGRESSED
 from bench.workload import open_workload
 
@@ -46,20 +48,27 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("out", type=Path)
     parser.add_argument("runs", type=int, nargs="?", default=6)
+    parser.add_argument("--per-side", type=int, default=3, help="runs (server starts) per side")
     parser.add_argument("--thresholds", type=Path)
     args = parser.parse_args()
+    if not 1 <= args.per_side <= args.runs // 2:
+        parser.error(f"--per-side must be between 1 and RUNS / 2 ({args.runs // 2})")
     console = Console(stderr=True)
     dirs = make_runs(args.out, args.runs, console)
-    failing_pairs, per_metric, rows = 0, Counter(), 0
-    pairs = list(itertools.combinations(dirs, 2))
+    exits, per_metric, rows = Counter(), Counter(), 0
+    pairs = [(base, new) for base in itertools.combinations(dirs, args.per_side)
+             for new in itertools.combinations([d for d in dirs if d not in base], args.per_side)]
     for base, new in pairs:
-        doc = compare_dirs(base, new, args.thresholds, [], args.out / f"cmp-{base.name}-{new.name}")
-        failing_pairs += bool(doc["exit_code"])
+        name = "-".join(d.name for d in base) + "-vs-" + "-".join(d.name for d in new)
+        doc = compare_and_report(list(base), list(new), args.thresholds, [],
+                                 args.out / f"cmp-{name}")
+        exits[doc["exit_code"]] += 1
         gated = [r for r in doc["rows"] if r["gated"]]
         rows += len(gated)
         per_metric.update(r["metric"] for r in gated if r["state"] == REGRESSED)
-    summary = {"runs": len(dirs), "pairs": len(pairs), "pairs_failing": failing_pairs,
-               "false_alarm_rate_pairs": failing_pairs / len(pairs), "gated_rows": rows,
+    summary = {"runs": len(dirs), "per_side": args.per_side, "comparisons": len(pairs),
+               "failing": exits[1], "false_alarm_rate": exits[1] / len(pairs),
+               "cannot_judge_rate": exits[2] / len(pairs), "gated_rows": rows,
                "false_alarm_rate_rows": sum(per_metric.values()) / rows,
                "per_metric": dict(per_metric), "thresholds": str(args.thresholds)}
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import psutil
 
+from bench.measured.records import read_records
 from bench.results import read_results
-from bench.run.records import read_records
 from bench.workload import generate
 from bench.zerowork import ZeroWorkServer
 
@@ -64,7 +64,8 @@ def soak(requests: int, concurrency: int, spec: str, out: Path) -> dict:
         command = [sys.executable, str(ROOT / "run_bench.py"), "run", "--server-url", server.url,
                    "--spec", spec, "--requests", str(requests),
                    "--max-concurrency", str(concurrency), "--paths", "chat",
-                   "--salt-modes", "salted", "--warmup", "0", "--out", str(run_dir)]
+                   "--salt-modes", "salted", "--warmup", "0", "--allow-unjudged",
+                   "--out", str(run_dir)]
         started = time.monotonic()
         proc = psutil.Popen(command, stdout=log, stderr=log)
         try:

@@ -23,12 +23,12 @@ import pytest
 from bench import SCHEMA_VERSION
 from bench.client.connections import streaming
 from bench.client.stream import SseDecoder, StreamResult, _EventTimer
+from bench.measured.records import Exchange, RecordWriter
 from bench.media import MediaFile, audio, file_digest, image, video
 from bench.paths import PATHS, make_paths
 from bench.paths.base import PathContext, carries_tokens, is_token_event
 from bench.paths.media_urls import MediaUrls
 from bench.run.exchange import exchange
-from bench.run.records import Exchange, RecordWriter
 from bench.workload import MediaItem
 from bench.zerowork import ZeroWorkServer
 from bench.zerowork.sse import DONE, ChatStream, GenerateStream, Usage

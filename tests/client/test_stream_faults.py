@@ -19,11 +19,11 @@ from fakeserver import CHAT_PLAN, TOKEN_EVENT, FakeServer, sse_event
 
 from bench.client.connections import streaming
 from bench.client.stream import MAX_ERROR_CHARS, StreamResult, post_stream
+from bench.measured.records import Exchange
 from bench.paths.base import PathContext
 from bench.paths.chat import ChatPath
 from bench.paths.media_urls import MediaUrls
 from bench.run.exchange import exchange
-from bench.run.records import Exchange
 from bench.vocab import Failure
 
 DONE = "data: [DONE]\n\n"

@@ -20,13 +20,14 @@ def _write(tmp_path: Path, text: str) -> Path:
 def test_defaults_come_from_the_registry() -> None:
     t = load_thresholds(None)
     assert t.metrics == {m.name: m.threshold for m in METRICS.values()}
-    assert t.settings.isolation == "must-hold"
+    assert t.settings.isolation == "must-hold" and t.settings.inconclusive == "fail"
 
 
 def test_values_overrides_and_off(tmp_path: Path) -> None:
     t = load_thresholds(_write(tmp_path, """
 confidence = 0.99
 isolation = "report"
+inconclusive = "report"
 [metrics]
 p99_ttft_ms = "+10%"
 hit_rate = "-2.5pp"
@@ -38,6 +39,7 @@ modality = "video"
 p99_ttft_ms = "+25%"
 """))
     assert t.settings.confidence == 0.99 and t.settings.isolation == "report"
+    assert t.settings.inconclusive == "report"
     assert t.metrics["hit_rate"] == 2.5 and t.metrics["request_throughput"] == pytest.approx(0.05)
     assert t.metrics["mean_tpot_ms"] is None
     assert t.threshold("p99_ttft_ms", ("chat", "video", "none")) == pytest.approx(0.10)
@@ -57,6 +59,11 @@ p99_ttft_ms = "+25%"
     ('isolation = "sometimes"', "must-hold, report"),
     ('confidance = 0.9', "did you mean 'confidence'"),
     ('confidence = 2.0', "between 0.5 and 1"),
+    ('max_cv = 0.3', "max_cv was removed: a spread across repetitions no longer"),
+    ('resamples = 2000', "resamples was removed"),
+    ('min_requests = 0', "at least 1"),
+    ('inconclusive = "pass"', "fail, report"),
+    ('[metrics]\nrequest_throughput = "-100%"', "below 100%"),
     ('[[override]]\np99_ttft_ms = "+1%"', r"override\[0\]: name at least one of"),
     ('[metrics\n', "not valid TOML"),
 ])

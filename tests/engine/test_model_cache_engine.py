@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from cliproc import saltbench_process
 
+from bench.engine.environment import EngineEnv
 from bench.engine.model import FILES_MANIFEST, build_model, damage
-from bench.engine.provision import EngineEnv, provision
+from bench.engine.provision import provision
 from bench.engine.spec import default_engine_spec
 
 

@@ -31,3 +31,18 @@ def test_unknown_preset_is_named() -> None:
 
     with pytest.raises(BenchError, match="model preset 'huge': unknown"):
         build_model(None, "huge")  # type: ignore[arg-type]
+
+
+def test_demo_preset_follows_the_cpu(tmp_path, monkeypatch):
+    """The medium model only where vLLM's fast CPU path (AVX-512) or a GPU serves it."""
+    from bench.engine import model
+
+    monkeypatch.setattr(model, "has_cuda_gpu", lambda: False)
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx avx2 fma\n")
+    assert model.demo_preset(info) == "tiny"
+    info.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx avx2 avx512f avx512bw\n")
+    assert model.demo_preset(info) == "medium"
+    assert model.demo_preset(tmp_path / "missing") == "tiny"
+    monkeypatch.setattr(model, "has_cuda_gpu", lambda: True)
+    assert model.demo_preset(info.with_name("missing")) == "medium"

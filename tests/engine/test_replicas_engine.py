@@ -12,13 +12,14 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from bench.engine.target import Target, open_target
+from bench.engine.open import open_target
+from bench.engine.target import Target
 from bench.isolation.experiment import IsolationOptions, run_isolation
+from bench.measured.records import read_records
 from bench.options import target_args
 from bench.outputs import RECORDS_FILE, new_run_id
-from bench.run.passes import RunOptions
-from bench.run.records import read_records
 from bench.run.session import run_benchmark
+from bench.run.settings import RunOptions
 from bench.verdicts.isolation import exit_code
 from bench.verdicts.runs import problems
 from bench.workload import open_workload

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bench.engine import serve_flags as sf
-from bench.engine.provision import EngineEnv
+from bench.engine.environment import EngineEnv
 from bench.engine.server import OPTIONAL_FLAGS, ManagedServer, ServerConfig
 from bench.errors import BenchError
 

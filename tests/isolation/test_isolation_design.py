@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from bench.isolation import cells, uuid_probe
+from bench.isolation import cells, side_channel, uuid_probe
 from bench.isolation.experiment import (
     IsolationOptions,
     cells_of,
@@ -20,6 +20,7 @@ from bench.isolation.probe import prompt
 from bench.isolation.side_channel import (
     CROSS_TENANT,
     POWER_TARGET,
+    REFERENCE,
     SEEN,
     UNSEEN,
     add_tests,
@@ -67,32 +68,74 @@ def test_probe_order_is_randomised_per_sample() -> None:
     assert len(set(probe_orders(2, random.Random(4)))) == 2
 
 
-def test_side_channel_rows_are_tested_across_the_run() -> None:
-    slow, fast = [10.0, 11, 12, 13, 14, 15], [1.0, 2, 3, 4, 5, 6]
-    rows = [summarize("chat", "image", CROSS_TENANT, slow, fast),
-            summarize("chat", "audio", CROSS_TENANT, [1.0, 4, 2, 5, 3, 6], [6.0, 3, 5, 2, 4, 1]),
-            summarize("chat", "video", CROSS_TENANT, [1.0], [2.0])]
-    assert "p_value" not in rows[0] and rows[0]["median_a_ms"] == 12.5  # partial save
+def test_side_channel_rows_are_paired_and_only_cross_tenant_rows_form_the_family() -> None:
+    # Every unseen probe 1 ms slower than its seen one, under a drift that swamps it.
+    drift = [10.0, 40.0, 20.0, 70.0, 30.0, 60.0]
+    drifting = [(d + 1, d) for d in drift]
+    rows = [summarize("chat", "image", CROSS_TENANT, drifting),
+            summarize("chat", "audio", CROSS_TENANT, [(1.0, 6.0), (4.0, 3.0), (2.0, 5.0),
+                                                      (5.0, 2.0), (3.0, 4.0), (6.0, 1.0)]),
+            summarize("chat", "video", CROSS_TENANT, [(1.0, 2.0), (None, 3.0)]),
+            summarize("chat", "image", REFERENCE, [(d + 5, d) for d in drift] + [(3.0, None)])]
+    assert "p_value" not in rows[0] and rows[0]["median_a_ms"] == 36.0  # partial save
+    assert rows[3]["pairs_dropped"] == 1 and rows[3]["n_a"] == rows[3]["n_b"] == 6
     add_tests(rows)
     keys = {"path", "modality", "kind", "auc", "ci_low", "ci_high", "n_a", "n_b", "median_a_ms",
-            "median_b_ms", "p_value", "p_adjusted", "min_detectable_auc", "finding"}
+            "median_b_ms", "p_value", "p_adjusted", "min_detectable_auc", "finding",
+            "in_family", "pairs_dropped"}
     assert all(keys <= set(r) and "distinguishable" not in r for r in rows)
-    sep, null, short = rows
-    assert sep["auc"] == 1.0 and sep["finding"] == "distinguishable"
-    assert sep["p_adjusted"] == pytest.approx(2 * sep["p_value"])  # Holm over the 2 tested rows
+    paired, null, short, control = rows
+    # Paired: 1/64 (one-sided, 6 pairs), Holm over the 2 tested cross-tenant rows.
+    assert paired["auc"] == 1.0 and paired["p_value"] == pytest.approx(1 / 64)
+    assert paired["p_adjusted"] == pytest.approx(2 / 64) and paired["finding"] == "distinguishable"
     assert null["auc"] == pytest.approx(0.5) and null["finding"] == "no evidence"
     assert short["auc"] is None and short["finding"] == "too few samples"
     assert short["median_a_ms"] == 1.0 and (short["n_a"], short["n_b"]) == (1, 1)
+    assert short["pairs_dropped"] == 1
+    # The positive control is tested alone, outside the family.
+    assert (control["in_family"], paired["in_family"]) == (False, True)
+    assert control["p_adjusted"] == control["p_value"] == pytest.approx(1 / 64)
 
 
 def test_default_samples_follow_the_power_target() -> None:
     opts, target = resolve_samples(IsolationOptions())
-    rows = len(side_channel_cells(IsolationOptions())) * 2
-    assert rows == 18 and target == {**POWER_TARGET, "tests": rows}
-    assert opts.samples == samples_for_power(0.8, 0.8, 0.05, tests=18)
+    tested = len(side_channel_cells(IsolationOptions()))
+    assert tested == 9 and target == {**POWER_TARGET, "tests": tested}
+    assert opts.samples == samples_for_power(0.8, 0.8, 0.05, tests=9) == 37
     assert resolve_samples(IsolationOptions(samples=8)) == (IsolationOptions(samples=8), None)
     text_only, none = resolve_samples(IsolationOptions(modalities=["text"]))
     assert text_only.samples == 0 and none is None
+
+
+def test_measure_keeps_each_pair_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failed probe drops its pair, never shifts the others: ``ttft_a_ms[i]`` and
+    ``ttft_b_ms[i]`` are two adjacent requests of one sample."""
+    sent: list[tuple[str, str | None]] = []
+
+    async def exchange(session, path, messages, max_tokens, salt, timeout_s) -> dict:
+        media = messages[0]["content"][1]["media"]
+        sent.append((media, salt))
+        if media == "m4":  # sample 1's unseen probe
+            return {"ok": False, "error": "HTTP 500: x"}
+        return {"ok": True, "ttft_ms": float(len(sent))}  # the request's position, from 1
+
+    monkeypatch.setattr(side_channel, "exchange", exchange)
+    cross, reference = asyncio.run(side_channel.measure(
+        None, SimpleNamespace(name="chat"), "image", [f"m{i}" for i in range(9)], 3, 1.0,
+        random.Random(0)))
+    assert (cross["n_a"], cross["n_b"], cross["pairs_dropped"]) == (2, 2, 1)
+    at = {position: media for position, (media, _) in enumerate(sent, 1)}
+    for unseen, seen in zip(cross["ttft_a_ms"], cross["ttft_b_ms"]):
+        assert abs(unseen - seen) == 1  # sent one after the other
+        sample = int(at[int(seen)][1:]) // 3
+        assert (at[int(seen)], at[int(unseen)]) == (f"m{3 * sample}", f"m{3 * sample + 1}")
+    assert reference["pairs_dropped"] == 0
+    assert [hit - miss for miss, hit in zip(reference["ttft_a_ms"], reference["ttft_b_ms"])] \
+        == [1.0] * 3
+    salt_a = sent[0][1]  # tenant A sends the seen media first, then B probes the pair
+    salt_b = {salt for media, salt in sent[1:3]}
+    assert sent[0][0] == "m0" and None not in salt_b | {salt_a} and salt_b != {salt_a}
+    assert {salt for media, salt in sent if media == "m2"} == {None}
 
 
 class Script:
@@ -114,7 +157,7 @@ class Script:
 def no_counters(monkeypatch: pytest.MonkeyPatch) -> None:
     async def scrape(session, base_url) -> dict:
         return {}
-    monkeypatch.setattr("bench.run.counters.settled_scrape", scrape)
+    monkeypatch.setattr("bench.measured.counters.settled_scrape", scrape)
 
 
 def run_cell(script: Script, monkeypatch: pytest.MonkeyPatch) -> dict:

@@ -11,6 +11,7 @@ import pytest
 from bench.engine.target import Target
 from bench.isolation.experiment import IsolationOptions, cells_of, run_isolation
 from bench.verdicts.isolation import exit_code
+from bench.verdicts.requests import full_hit_tokens
 
 
 def _run(target: Target, tmp_path: Path, **kw) -> dict:
@@ -26,27 +27,54 @@ def normal(target: Target, tmp_path_factory) -> dict:
     return _run(target, tmp_path_factory.mktemp("iso"), samples=3)
 
 
-def test_current_engine_is_isolated_everywhere(normal: dict) -> None:
+STEP_NAMES = ["same-salt-repeat", "cross-salt", "unsalted-repeat", "salted-after-unsalted",
+              "salted-then-unsalted", "cross-salt-same-media"]
+
+
+def test_current_engine_is_isolated_everywhere(normal: dict, target: Target) -> None:
+    """One request at a time on one server: every step gets exactly what the cache should
+    give (a full hit, whole blocks of the first n-1 tokens, or 0), and the counters count
+    every request once."""
     cells = {(c["path"], c["modality"]): c for c in normal["cells"]}
     assert set(cells) == set(cells_of(IsolationOptions()))
     assert {c["verdict"] for c in cells.values()} == {"ISOLATED"}, [
         (k, c["reason"]) for k, c in cells.items() if c["verdict"] != "ISOLATED"]
     assert exit_code(normal) == 0
-    for c in cells.values():
-        assert c["counters"]["agree"], c["counters"]
-        assert [s["name"] for s in c["steps"] if "/first" not in s["name"]] == [
-            "same-salt-repeat", "cross-salt", "unsalted-repeat", "salted-after-unsalted",
-            "salted-then-unsalted", "cross-salt-same-media"]
+    for key, c in cells.items():
+        steps = {s["name"]: s for s in c["steps"]}
+        assert list(steps) == [n for name in STEP_NAMES for n in (f"{name}/first", name)]
+        for name in STEP_NAMES:
+            first, second = steps[f"{name}/first"], steps[name]
+            assert first["cached"] == 0 and first["ok"], (key, first)
+            assert second["prompt_tokens"] == first["prompt_tokens"], (key, name)
+            full = full_hit_tokens(second["prompt_tokens"], target.block_size)
+            assert full > 0, (key, second)  # the probe spans a block: a hit is visible
+            assert second["cached"] == (full if second["rule"] == "full" else 0), (key, second)
+            assert second["expected"] == (full if second["rule"] == "full" else 0)
+        counters = c["counters"]
+        assert counters["agree"] is True and counters["exact"] is True, (key, counters)
+        assert counters["prefix_cache_hits"] == counters["cached_tokens"] == sum(
+            s["expected"] for s in c["steps"])
+        assert counters["prefix_cache_queries"] == counters["prompt_tokens"] == sum(
+            s["prompt_tokens"] for s in c["steps"])
 
 
-def test_uuid_probe_reports_what_the_uuid_does(normal: dict) -> None:
+def test_uuid_probe_reports_what_the_uuid_does(normal: dict, target: Target) -> None:
     assert [p["path"] for p in normal["uuid_probe"]] == ["chat", "generate-parts"]
     for probe in normal["uuid_probe"]:
-        assert all(step["ok"] for step in probe["steps"].values()), probe["steps"]
+        steps = probe["steps"]
+        assert all(step["ok"] for step in steps.values()), steps
+        assert steps["x-salt-a"]["cached_tokens"] == 0
         # Salt isolation holds for the KV cache whatever the uuid does.
         assert probe["cross_salt_cached_tokens"] == 0
-        assert (probe["verdict"], probe["leaked_tokens"]) == ("ISOLATED", 0)
-        assert probe["finding"]
+        assert (probe["verdict"], probe["leaked_tokens"], probe["reason"]) == ("ISOLATED", 0, None)
+        # Under the same salt, the uuid replaces the content hash: a different image gets
+        # the full hit; without the uuid, the blocks before the image only.
+        same = steps["y-salt-a-same-uuid"]
+        assert same["cached_tokens"] == full_hit_tokens(same["prompt_tokens"], target.block_size)
+        assert probe["finding"].startswith("another salt: 0 cached tokens (KV isolated by salt)")
+        assert "same salt: a DIFFERENT image with the same uuid got the full KV hit" in probe[
+            "finding"]
 
 
 def test_side_channel_rows_for_every_media_cell(normal: dict) -> None:
@@ -64,8 +92,16 @@ def test_dropped_salt_on_content_parts_is_a_leak(target: Target, tmp_path: Path)
     result = _run(target, tmp_path, modalities=["text", "image"], samples=0, uuid_probe=False,
                   drop_salt_on=("generate-parts",))
     for c in result["cells"]:
-        if c["path"] == "generate-parts":
-            assert c["verdict"] == "LEAK" and c["leaked_tokens"] > 0, c
-        else:
+        if c["path"] != "generate-parts":
             assert c["verdict"] == "ISOLATED", c
+            continue
+        # The salt dropped: each salted step after the same prompt gets the full hit, the
+        # one whose text diverges after the media the blocks before the divergence.
+        leaks = [s for s in c["steps"] if s["rule"] == "none" and s["cached"]]
+        assert [s["name"] for s in leaks] == ["cross-salt", "salted-after-unsalted",
+                                              "salted-then-unsalted", "cross-salt-same-media"]
+        full = [full_hit_tokens(s["prompt_tokens"], target.block_size) for s in leaks]
+        assert [s["cached"] for s in leaks[:3]] == full[:3], c["steps"]
+        assert 0 < leaks[3]["cached"] <= full[3]
+        assert (c["verdict"], c["leaked_tokens"]) == ("LEAK", sum(s["cached"] for s in leaks))
     assert exit_code(result) == 1

@@ -9,11 +9,11 @@ import pytest
 from rich.console import Console
 
 from bench.engine.target import Target
+from bench.measured.records import read_records
 from bench.outputs import new_run_id
 from bench.paths import PATHS
-from bench.run.passes import RunOptions
-from bench.run.records import read_records
 from bench.run.session import run_benchmark
+from bench.run.settings import RunOptions
 from bench.vocab import SALT_MODES
 
 RECORD_FIELDS = {"schema_version", "run_id", "seq", "phase", "pass", "path", "salt_mode",

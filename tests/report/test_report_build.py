@@ -4,11 +4,17 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from cliproc import saltbench_process
 from PIL import Image
 
 from bench.cli import main
 from bench.errors import BenchError
 from bench.report.build import build_report
+from bench.results import read_results
+from bench.run.secret import SECRET_FILE, read_secret
+from bench.salts import derive
+from bench.workload import open_workload
+from bench.zerowork.process import ZeroWorkServer
 
 BASE_CHARTS = ("hit-rate", "ttft-cdf", "ttft-groups", "throughput")
 ISOLATION_CHARTS = ("isolation", "side-channel")
@@ -79,10 +85,32 @@ def test_two_runs_side_by_side(fixture_run, isolated_run, tmp_path):
     assert "### baseline" in md and "### patched" in md
 
 
-def test_no_raw_salts(fixture_run, tmp_path):
-    report = build_report([fixture_run], tmp_path / "rep")
-    text = (report / "index.html").read_text() + (report / "summary.md").read_text()
-    assert '"salt"' not in text and "salt_digest" not in text
+def test_no_raw_salts(tmp_path):
+    """The raw salts a run sent (derived from its secret) are in none of its files, its
+    report's files or its logs (debug logging on); nor is the secret."""
+    out, rep = tmp_path / "run", tmp_path / "rep"
+    logs = []
+    with ZeroWorkServer() as server:
+        for args in (["run", "--server-url", server.url, "--spec", "smoke", "--requests", "12",
+                      "--out", str(out)], ["report", str(out), "--out", str(rep)]):
+            with saltbench_process("--verbose", *args) as proc:
+                logs += proc.communicate(timeout=300)
+            assert proc.returncode == 0, logs[-1]
+    secret = read_secret(out)
+    workload = open_workload(read_results(out / "results.json")["metadata"]["workload"]["dir"])
+    refs = {r["salt_ref"] for r in workload.requests() if r["salt_ref"]}
+    needles = {secret: "the run secret", **{derive(secret, ref): f"the raw salt of {ref}"
+                                            for ref in refs}}
+    assert len(needles) > 2
+    files = [p for p in [*out.rglob("*"), *rep.rglob("*")]
+             if p.is_file() and p.name != SECRET_FILE]
+    assert {"records.jsonl", "results.json", "index.html", "summary.md"} <= {p.name for p in files}
+    texts = {str(p): p.read_bytes().decode(errors="replace") for p in files}
+    texts.update({f"log {i}": text for i, text in enumerate(logs)})
+    assert any("salt_digest" in text for text in texts.values())  # the salted passes ran
+    found = [(where, what) for where, text in texts.items() for needle, what in needles.items()
+             if needle in text]
+    assert not found
 
 
 def test_cli_report(fixture_run, tmp_path, capsys):

@@ -21,12 +21,12 @@ from rich.console import Console
 
 from bench.engine.target import Target
 from bench.errors import BenchError
+from bench.measured.records import read_records
 from bench.results import read_results
-from bench.run.passes import RunOptions
-from bench.run.records import read_records
 from bench.run.resume import load_resume
 from bench.run.secret import SECRET_FILE, read_secret
 from bench.run.session import run_benchmark
+from bench.run.settings import RunOptions
 from bench.salts import derive, digest
 from bench.vocab import Failure
 from bench.workload import generate, load_workload

@@ -21,8 +21,8 @@ import pytest
 from cliproc import saltbench_process
 
 from bench.cachedirs import cache_dir
+from bench.measured.records import read_records
 from bench.results import read_results
-from bench.run.records import read_records
 from bench.run.secret import SECRET_FILE, read_secret
 from bench.salts import derive
 from bench.vocab import Failure
@@ -95,8 +95,11 @@ def scenario(tmp_path_factory: pytest.TempPathFactory) -> dict:
     started = time.time()
     seen: dict = {"out": out, "stderr": []}
     # 1. The server is killed (SIGKILL, its whole group) during the first measured pass.
+    # (Requests in flight together, or after the restart, cannot all be judged exactly:
+    # allowed, the subject here is the faults.)
     with saltbench_process("run", "--spec", "mixed-tenants", "--requests", str(REQUESTS),
-                           "--paths", PATHS, "--max-concurrency", "4", "--out", str(out),
+                           "--paths", PATHS, "--max-concurrency", "4", "--allow-unjudged",
+                           "--out", str(out),
                            "--api-key", API_KEY) as proc:
         _wait(lambda: _measured(out, 0) >= 8, 600, "8 measured records", proc)
         server = _server(proc)

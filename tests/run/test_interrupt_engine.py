@@ -11,8 +11,8 @@ from pathlib import Path
 from cliproc import saltbench_process
 
 from bench.engine.target import Target
+from bench.measured.records import read_records
 from bench.results import read_results
-from bench.run.records import read_records
 
 
 def test_interrupted_run_keeps_every_record(target: Target, tmp_path: Path) -> None:

@@ -14,10 +14,10 @@ from rich.console import Console
 
 from bench.engine.target import Target
 from bench.errors import BenchError
+from bench.measured.records import read_records
 from bench.results import read_results
-from bench.run.passes import RunOptions
-from bench.run.records import read_records
 from bench.run.session import run_benchmark
+from bench.run.settings import RunOptions
 from bench.workload import generate, load_workload
 
 SPEC = """

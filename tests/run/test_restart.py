@@ -10,8 +10,8 @@ from pathlib import Path
 
 from cliproc import saltbench_process
 
+from bench.measured.records import read_records
 from bench.results import read_results
-from bench.run.records import read_records
 from bench.vocab import Failure
 from bench.zerowork.process import ZeroWorkServer
 

@@ -15,13 +15,13 @@ from fakeserver import CHAT_REPLY, TOKEN_EVENT, FakeServer
 from rich.console import Console
 
 from bench.engine.target import Target
+from bench.measured.records import read_records
 from bench.report.html import page
 from bench.report.load import load_run
 from bench.report.markdown import summary
 from bench.report.tables import print_summary
-from bench.run.passes import RunOptions
-from bench.run.records import read_records
 from bench.run.session import run_benchmark
+from bench.run.settings import RunOptions
 from bench.verdicts.runs import problems
 from bench.vocab import Failure
 from bench.workload import generate, load_workload

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bench.isolation.replicas import routed_verdict
 from bench.verdicts.isolation import exit_code, uuid_verdict, verdict
 
 
@@ -63,3 +64,22 @@ def test_exit_codes() -> None:
     assert code("ISOLATED", uuid=("ERROR",)) == 2
     assert code("ERROR", uuid=("LEAK",)) == 1
     assert exit_code({"cells": [{"verdict": "ISOLATED"}]}) == 0  # no uuid probe run
+    assert code("n/a") == 2  # nothing the server can serve: nothing judged
+    assert code("n/a", uuid=("LEAK",)) == 1
+
+
+def test_one_precedence_within_a_cell_and_across_cells() -> None:
+    """An under-hit and an error give the same verdict and exit code whether they are in
+    one cell or in two (they used to give ERROR, exit 2, and exit 1)."""
+    under, failed = step("same", "full", 32, 96), {"name": "cross", "error": "timeout"}
+    one_cell = verdict([under, failed])[0]
+    two_cells = [verdict([under])[0], verdict([failed])[0]]
+    assert one_cell == "ERROR" and two_cells == ["UNDER-HIT", "ERROR"]
+    assert exit_code({"cells": [{"verdict": one_cell}]}) == 2
+    assert exit_code({"cells": [{"verdict": v} for v in two_cells]}) == 2
+    assert exit_code({"cells": [{"verdict": "UNDER-HIT"}], "uuid_probe": [{"verdict": "ERROR"}],
+                      "routed": []}) == 2
+    # Routed cells rank alike.
+    routed = [{"step": "same-salt", "replica": "r0", "round": 0, "leak": False, "under": True,
+               "cached": 0, "expected": 96}, {"step": "cross-salt", "error": "timeout"}]
+    assert routed_verdict(routed)[0] == "ERROR"

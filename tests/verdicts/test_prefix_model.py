@@ -241,12 +241,44 @@ def test_failed_without_first_token_is_bounded_by_all_earlier_starts():
     assert (got[2].lower, got[2].upper, got[2].verdict) == (0, 8, "failed")
 
 
-def test_unknown_layout_is_unjudged_and_never_a_source():
+def test_unknown_layout_is_not_judged_but_may_be_a_source():
+    """A request whose layout is unknown may have cached any of the later same-salt
+    requests' blocks (its length unknown too): their ``upper`` widens, never ``lower``."""
     p = lay(toks(10))
     got = judge([req(1, None, 0), req(2, p, 2), req(3, p, 5, cached=8)], B)
-    assert got[1] == Judgement(0, 0, "unjudged", 0, 0)
-    assert got[2] == Judgement(0, 0, "met", 0, 0)
-    assert got[3].expected == 8
+    assert got[1] == Judgement(0, 0, "no-layout", 0, 0)
+    assert got[2] == Judgement(0, 8, "unjudged", 0, 0, unknown_tokens=8)
+    assert got[3] == Judgement(8, 8, "met", 0, 0)  # request 2 guarantees its blocks
+    assert judge([req(1, None, 0, cached=None)], B)[1].verdict == "failed"
+
+
+def test_unknown_source_reaches_as_far_as_its_prompt_and_output():
+    """Prompt 9 tokens + 4 output tokens: KV for 12 tokens, 3 full blocks at most."""
+    unknown = Sent(1, "A", None, 0.0, 0.1, 1.0, 0, output_tokens=4, prompt_tokens=9)
+    long = lay(toks(21))  # 5 blocks looked up
+    assert one([unknown, req(2, long, 2, cached=12, salt="A")], 2) == Judgement(
+        0, 12, "unjudged", 0, 0, unknown_tokens=12)
+    assert one([unknown, req(2, long, 2, cached=16, salt="A")], 2).verdict == "leak"
+    # Started after the request's first token: no source.
+    assert one([unknown, req(2, long, -1, first=0.0, cached=0, salt="A")], 2).verdict == "met"
+
+
+def test_unknown_source_never_widens_another_salt():
+    """A cross-salt hit is a leak whatever the salt's own unknown requests did."""
+    p = lay(toks(10))
+    sent = [req(1, None, 0, salt="A"), req(2, p, 1, salt="A"), req(3, p, 3, cached=8, salt="B")]
+    got = judge(sent, B)
+    assert (got[3].upper, got[3].verdict, got[3].leaked_tokens) == (0, "leak", 8)
+    assert got[2].verdict == "unjudged"
+
+
+def test_reached_by_lets_an_unknown_domain_reach_others():
+    """Behind a router, a request no replica claims may have been served by any."""
+    p = lay(toks(10))
+    sent = [Sent(1, ("A", None), None, 0, 0.1, 1, 0), Sent(2, ("A", "r0"), p, 2, 2.1, 3, 8)]
+    assert judge(sent, B)[2].verdict == "leak"
+    widened = judge(sent, B, lambda d: (d, (d[0], None)))[2]
+    assert (widened.upper, widened.verdict) == (8, "unjudged")
 
 
 def test_under_hit():
@@ -278,6 +310,8 @@ def reference(sent: list[Sent], block_size: int) -> dict[int, tuple[int, int]]:
         cutoff = r.first_token if r.first_token is not None else r.end if r.end is not None else math.inf
         keys = r.layout.block_keys[:(r.layout.n_tokens - 1) // block_size]
         peers = [p for p in sent if p.id != r.id and p.layout is not None and p.salt == r.salt]
+        # A same-salt request of unknown layout (and length) started before: any block.
+        blind = any(p.layout is None and p.salt == r.salt and p.start < cutoff for p in sent)
 
         def held(i: int, ok, keys=keys, peers=peers) -> bool:
             return any(i < len(p.layout.block_keys) and p.layout.block_keys[i] == keys[i] and ok(p)
@@ -290,7 +324,8 @@ def reference(sent: list[Sent], block_size: int) -> dict[int, tuple[int, int]]:
             return p.start < cutoff
 
         lower = next((i for i in range(len(keys)) if not held(i, done)), len(keys))
-        upper = next((i for i in range(len(keys)) if not held(i, began)), len(keys))
+        upper = len(keys) if blind else next((i for i in range(len(keys)) if not held(i, began)),
+                                              len(keys))
         out[r.id] = (lower * block_size, upper * block_size)
     return out
 

@@ -3,13 +3,14 @@ per-replica counter agreement and the problems that fail CI."""
 
 from __future__ import annotations
 
-from in_memory import judge_records, oracle_agreement
+from pathlib import Path
 
-from bench.run.records import PassInfo
+from run_dir import build
+
 from bench.verdicts import prefix_model as pm
-from bench.verdicts.replicas import load, replica_pass, replica_section, routing
-from bench.verdicts.requests import cache_domain, layouts_by_request
-from bench.verdicts.runs import replica_problems
+from bench.verdicts.replicas import load, routing
+from bench.verdicts.requests import cache_domain
+from bench.verdicts.runs import problems, replica_problems
 
 B = 32
 KEYS = ("k0", "k1", "k2")  # a 100-token prompt: 3 full blocks, a full hit is 96 tokens
@@ -50,40 +51,48 @@ def _record(seq: int, replica: str | None, cached: int, salt: str = "A") -> dict
             "output_tokens": 1, "build_ms": 0.0, "ttft_ms": 100.0, "replica": replica}
 
 
-def _judged_section(records: list[dict], deltas: dict) -> tuple[dict, dict]:
+def _judged(tmp_path: Path, records: list[dict], deltas: dict) -> dict:
+    """The results of ``records`` (one pass, every prompt the same), judged per replica."""
     layouts = [{"pass": 0, "request_id": r["request_id"], "n_tokens": 100,
                 "block_keys": list(KEYS)} for r in records]
-    judgements = judge_records(records, layouts, B, None)
-    info = PassInfo(0, "chat", "salted", "tag", replicas={"attribution": "response-header",
-                                                          "counters": deltas})
-    return judgements, replica_section([replica_pass(info, records, layouts_by_request(layouts), B)])
+    return build(tmp_path, records, layouts, B,
+                 replicas={"attribution": "response-header", "counters": deltas})
 
 
-def test_a_repeat_on_another_replica_is_met_with_zero_and_a_hit_there_is_a_leak() -> None:
+def _judgements(results: dict) -> tuple:
+    c = results["judgements"]["counts"]
+    return c["met"], c["leak"], c["unjudged"], c["no-layout"]
+
+
+def test_a_repeat_on_another_replica_is_met_with_zero_and_a_hit_there_is_a_leak(
+        tmp_path: Path) -> None:
     records = [_record(1, "r0", 0), _record(2, "r1", 0), _record(3, "r0", 96),
                _record(4, "r1", 96, salt="B")]  # B cannot hit on r1: only A's prefix is there
     deltas = {"r0": {"vllm:prefix_cache_queries_total": 200, "vllm:prefix_cache_hits_total": 96},
               "r1": {"vllm:prefix_cache_queries_total": 200, "vllm:prefix_cache_hits_total": 90}}
-    judgements, section = _judged_section(records, deltas)
-    assert [r["judgement"] for r in records] == ["met", "met", "met", "leak"]
-    row = section["passes"][0]
+    results = _judged(tmp_path, records, deltas)
+    assert _judgements(results) == (3, 1, 0, 0)
+    assert [p["seq"] for p in results["judgements"]["problems"]] == [4]
+    row = results["replicas"]["passes"][0]
     assert row["per_replica"]["r0"]["agree"] is True
     assert row["per_replica"]["r1"]["agree"] is False  # 96 reported, 90 counted
     assert (row["per_replica"]["r1"]["leaks"], row["per_replica"]["r1"]["leaked_tokens"]) == (1, 96)
-    assert replica_problems({"replicas": section}) == [
+    assert replica_problems(results) == [
         "replica counters disagree with the requests served there: chat/salted on r1"]
 
 
-def test_an_unattributed_request_leaves_its_pass_unjudged_and_is_a_problem() -> None:
-    records = [_record(1, "r0", 0), _record(2, None, 96)]
-    judgements, section = _judged_section(records, {"r0": {}, "r1": {}})
-    assert {r["judgement"] for r in records} == {"no-layout"}
-    assert section["passes"][0]["unattributed"] == 1
-    assert "1 measured request(s) could not be attributed to a replica" in replica_problems(
-        {"replicas": section})
+def test_an_unattributed_request_may_have_supplied_its_salt_anywhere(tmp_path: Path) -> None:
+    """A request no replica claims is not judged and is a problem; it widens its salt's
+    bounds on every replica (it may have been served by any), never another salt's."""
+    records = [_record(1, "r0", 0), _record(2, None, 96), _record(3, "r1", 96),
+               _record(4, "r0", 96, salt="B")]
+    results = _judged(tmp_path, records, {"r0": {}, "r1": {}})
+    assert _judgements(results) == (1, 1, 1, 1)  # 3 is unjudged, 4 a leak
+    assert results["judgements"]["counts"]["unjudged_unknown_source"] == 1
+    assert results["replicas"]["passes"][0]["unattributed"] == 1
+    assert "1 measured request(s) could not be attributed to a replica" in problems(results)
 
 
-def test_the_single_cache_oracle_is_not_compared_behind_a_router() -> None:
+def test_the_single_cache_oracle_is_not_compared_behind_a_router(tmp_path: Path) -> None:
     records = [_record(1, "r0", 0), _record(2, "r1", 0)]
-    _judged_section(records, {})
-    assert oracle_agreement(records, False, B)["compared"] == 0
+    assert _judged(tmp_path, records, {})["oracle"]["compared"] == 0

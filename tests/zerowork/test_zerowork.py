@@ -15,14 +15,14 @@ from cliproc import saltbench_process
 
 from bench.client.connections import streaming
 from bench.engine.capabilities import ALWAYS
-from bench.engine.target import open_target
+from bench.engine.open import open_target
+from bench.measured.records import read_records
 from bench.options import target_args
 from bench.paths import PATHS, media_paths
 from bench.paths.base import PathContext
 from bench.paths.media_urls import MediaUrls
 from bench.results import read_results
 from bench.run.exchange import exchange
-from bench.run.records import read_records
 from bench.verdicts.requests import full_hit_tokens
 from bench.verdicts.runs import problems
 from bench.workload import Workload, generate, load_workload
@@ -139,8 +139,10 @@ def test_soak_2000_requests_at_concurrency_128(zerowork: ZeroWorkServer, tmp_pat
     generate("image", requests=n)  # outside the timed run (cached between sessions)
     with saltbench_process("run", "--server-url", zerowork.url, "--spec", "image",
                            "--requests", str(n), "--max-concurrency", "128", "--paths", "chat",
-                           "--salt-modes", "salted", "--warmup", "0", "--out", str(out)) as proc:
+                           "--salt-modes", "salted", "--warmup", "0", "--allow-unjudged",
+                           "--out", str(out)) as proc:
         stdout, stderr = proc.communicate(timeout=300)
+    # 128 in flight leave many requests between their bounds: allowed (the subject is load).
     assert proc.returncode == 0, stderr[-3000:]
     records = read_records(out / "records.jsonl")
     (measured,) = read_results(out / "results.json")["passes"]

@@ -64,6 +64,7 @@ class Record(Exchange, total=False):
     cached_lower: int       # cached tokens the salt rules guarantee
     cached_upper: int       # cached tokens the salt rules allow
     output_block_tokens: int  # of cached_upper: blocks an earlier request's output filled
+    unknown_source_tokens: int  # of cached_upper: what only a request without a layout allows
     expected_cached_tokens: int | None  # exact expectation (lower == upper), else None
     leaked_tokens: int      # above the upper bound
     missing_tokens: int     # below the lower bound

@@ -3,7 +3,7 @@ import logging
 import pytest
 
 from bench.errors import BenchError
-from bench.run.records import RecordWriter, read_records
+from bench.measured.records import RecordWriter, read_records
 
 RECORDS = [{"ok": True, "ttft_ms": 1.5, "itl_ms": [1.0, 2.0]}, {"ok": False, "error": "HTTP 400: bad\nline"}]
 

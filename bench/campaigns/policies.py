@@ -25,8 +25,8 @@ from bench.engine.router import kv_decisions
 from bench.errors import BenchError
 from bench.metrics import group_by
 from bench.outputs import new_run_id
-from bench.run.passes import RunOptions
 from bench.run.session import run_benchmark
+from bench.run.settings import RunOptions
 from bench.verdicts.runs import problems
 from bench.workload import Workload
 

@@ -6,7 +6,7 @@ import pytest
 from fakeserver import metrics_text
 
 from bench.errors import BenchError
-from bench.run.counters import (
+from bench.measured.counters import (
     START_TIME,
     CountersReset,
     counter_hit_rate,

@@ -14,18 +14,26 @@ from pathlib import Path
 from rich.console import Console
 
 from bench import SCHEMA_VERSION
-from bench.compare.session import compare_dirs
 from bench.docio import write_json, write_text
+from bench.engine.open import open_target
 from bench.engine.spec import EngineSpec
-from bench.engine.target import open_target
 from bench.errors import BenchError
 from bench.isolation.experiment import IsolationOptions, isolate
 from bench.outputs import MATRIX_FILE, MATRIX_KIND, MATRIX_MD, new_run_id
-from bench.run.passes import RunOptions
+from bench.report.compare_report import compare_and_report
 from bench.run.session import run_benchmark
+from bench.run.settings import RunOptions
 from bench.verdicts.isolation import exit_code as isolation_exit
 from bench.verdicts.runs import problems
-from bench.vocab import NO_CHANGE
+from bench.vocab import (
+    EXIT_CANNOT_JUDGE,
+    EXIT_FOUND,
+    EXIT_OK,
+    IMPROVED,
+    INCONCLUSIVE,
+    REGRESSED,
+    worst_exit,
+)
 from bench.workload import Workload
 
 #: What differs between engines on purpose; every other difference refuses the comparison.
@@ -96,11 +104,12 @@ def compare_adjacent(doc: dict, thresholds: Path | None, out: Path,
         pair_dir = out / f"compare-{Path(base['dir']).name}-vs-{Path(new['dir']).name}"
         entry = {"base": base["engine"], "new": new["engine"], "dir": str(pair_dir)}
         try:
-            result = compare_dirs(Path(base["dir"]), Path(new["dir"]), thresholds,
+            result = compare_and_report(Path(base["dir"]), Path(new["dir"]), thresholds,
                                   ENGINE_FIELDS, pair_dir)
             entry.update(summary=result["summary"], exit_code=result["exit_code"],
                          confidence=result["settings"]["confidence"],
-                         headline=[r for r in result["rows"] if r["state"] != NO_CHANGE])
+                         headline=[r for r in result["rows"] if r["state"] in (REGRESSED, IMPROVED)
+                                   or (r["state"] == INCONCLUSIVE and r["gated"])])
         except BenchError as exc:
             entry.update(exit_code=2, error=str(exc))
         doc["comparisons"].append(entry)
@@ -110,10 +119,11 @@ def compare_adjacent(doc: dict, thresholds: Path | None, out: Path,
 
 
 def matrix_exit(doc: dict) -> int:
-    """2: an engine could not run, an isolation cell failed or a pair could not be compared;
-    1: a leak, an under-hit or a gated regression; else 0."""
-    if any(e["status"] != "ok" or e.get("isolation_exit") == 2 for e in doc["engines"]) or any(
-            c["exit_code"] == 2 for c in doc["comparisons"]):
-        return 2
-    bad = any(e.get("isolation_exit") == 1 for e in doc["engines"])
-    return 1 if bad or any(c["exit_code"] == 1 for c in doc["comparisons"]) else 0
+    """1: an engine's run has problems, a leak or an under-hit, or a pair regressed; else 2:
+    an engine could not run, an isolation cell failed or a pair could not be compared or
+    judged; else 0 (:func:`bench.vocab.worst_exit`)."""
+    codes = [c["exit_code"] for c in doc["comparisons"]]
+    for e in doc["engines"]:
+        codes += [EXIT_CANNOT_JUDGE if e["status"] != "ok" else EXIT_OK,
+                  EXIT_FOUND if e.get("problems") else EXIT_OK, e.get("isolation_exit", EXIT_OK)]
+    return worst_exit(codes)

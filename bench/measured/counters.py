@@ -13,14 +13,17 @@ from bench.errors import BenchError
 
 log = logging.getLogger(__name__)
 
+#: Prefix-cache lookups and hits (tokens); prompt and cached tokens, once per request.
+QUERIES, HITS = "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total"
+PROMPT, CACHED = "vllm:prompt_tokens_total", "vllm:prompt_tokens_cached_total"
 COUNTERS = frozenset(
     {
-        "vllm:prefix_cache_queries_total",
-        "vllm:prefix_cache_hits_total",
-        "vllm:prompt_tokens_cached_total",
+        QUERIES,
+        HITS,
+        CACHED,
         "vllm:mm_cache_queries_total",
         "vllm:mm_cache_hits_total",
-        "vllm:prompt_tokens_total",
+        PROMPT,
         "vllm:request_success_total",
     }
 )
@@ -108,7 +111,7 @@ async def settled_scrape(
 
 def counter_hit_rate(counters: dict[str, float]) -> float | None:
     """Prefix-cache hits / queries (tokens), ``None`` without queries."""
-    queries = counters.get("vllm:prefix_cache_queries_total")
+    queries = counters.get(QUERIES)
     if not queries:
         return None
-    return counters.get("vllm:prefix_cache_hits_total", 0.0) / queries
+    return counters.get(HITS, 0.0) / queries
