@@ -184,19 +184,19 @@ def estimate(metric: Metric, base: Group, new: Group, *, level: float,
             totals.append((float(v.sum()) if v.size else None, int(v.size)))
         (b, nb), (n, nn) = totals
         return Estimate(b, n, None, None, None, nb, nn)
-    a, b = _side(metric, base, min_requests), _side(metric, new, min_requests)
-    b_value, n_value = _value(metric, a), _value(metric, b)
-    sd = [None if math.isnan(s.var) else math.sqrt(s.var) for s in (a, b)]
-    counts = (a.means.size, b.means.size, *sd, a.reps.size, b.reps.size)
-    if a.constant and b.constant:
-        d = b.center - a.center
+    bs, ns = _side(metric, base, min_requests), _side(metric, new, min_requests)
+    b_value, n_value = _value(metric, bs), _value(metric, ns)
+    sd = [None if math.isnan(s.var) else math.sqrt(s.var) for s in (bs, ns)]
+    counts = (bs.means.size, ns.means.size, *sd, bs.reps.size, ns.reps.size)
+    if bs.constant and ns.constant:
+        d = ns.center - bs.center
         return Estimate(b_value, n_value, _unscale(metric, d), _unscale(metric, d),
                         _unscale(metric, d), *counts)
-    if b_value is None or n_value is None or min(a.means.size, b.means.size) < MIN_STARTS:
+    if b_value is None or n_value is None or min(bs.means.size, ns.means.size) < MIN_STARTS:
         point = (None if b_value is None or n_value is None
-                 else _unscale(metric, b.center - a.center))
+                 else _unscale(metric, ns.center - bs.center))
         return Estimate(b_value, n_value, point, None, None, *counts)
-    d, low, high = welch(a, b, level)
+    d, low, high = welch(bs, ns, level)
     return Estimate(b_value, n_value, _unscale(metric, d), _unscale(metric, low),
                     _unscale(metric, high), *counts)
 
