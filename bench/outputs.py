@@ -17,6 +17,7 @@ RESULTS_FILE, RESULTS_KIND = "results.json", "saltbench-run"
 ISOLATION_FILE, ISOLATION_KIND = "isolation.json", "saltbench-isolation"
 COMPARE_FILE, COMPARE_KIND, COMPARE_MD = "compare.json", "saltbench-compare", "compare.md"
 MATRIX_FILE, MATRIX_KIND, MATRIX_MD = "matrix.json", "saltbench-matrix", "matrix.md"
+AB_FILE, AB_KIND = "ab.json", "saltbench-ab"
 
 
 def new_run_id(label: str) -> str:

@@ -33,6 +33,8 @@ class Metric:
     reducer: str | None = None
     #: Default gate: the tolerated change in the bad direction (a fraction, or points).
     threshold: float = 0.10
+    #: Default gate of an A/B (paired, interleaved: much less noise); None: reported only.
+    ab_threshold: float | None = None
 
     @property
     def per_request(self) -> bool:
@@ -43,27 +45,34 @@ class Metric:
         return change if self.better == LOWER else -change
 
 
-def _latency(key: str, reducer: str, label: str, threshold: float) -> Metric:
+def _latency(key: str, reducer: str, label: str, threshold: float,
+             ab_threshold: float | None = None) -> Metric:
     return Metric(f"{reducer}_{key}_ms", label, "ms", LOWER, RELATIVE, (f"{key}_ms",), reducer,
-                  threshold)
+                  threshold, ab_threshold)
 
 
+#: An A/B's default tolerance of its timing metrics (set from the power benchmark, see
+#: docs/ab.md): a significant change beyond it fails, and the A/B is powered when it would
+#: catch twice it.
+AB_THRESHOLD = 0.05
 #: Default thresholds: above the largest significant change between two runs of the same build
 #: seen on a 2-core CPU with the tiny model (66 pairs, README "Compare and gate"); tighten
 #: them where runs are steadier (a GPU, a larger model, more requests).
 METRICS: dict[str, Metric] = {m.name: m for m in (
     _latency("ttft", MEAN, "mean TTFT", 0.40),
-    _latency("ttft", MEDIAN, "median TTFT", 0.40),
+    _latency("ttft", MEDIAN, "median TTFT", 0.40, AB_THRESHOLD),
     _latency("ttft", P99, "P99 TTFT", 0.60),
-    _latency("tpot", MEAN, "mean TPOT", 1.00),
+    _latency("tpot", MEAN, "mean TPOT", 1.00, AB_THRESHOLD),
     _latency("tpot", P99, "P99 TPOT", 1.00),
     Metric("mean_itl_ms", "mean ITL", "ms", LOWER, RELATIVE, ("itl_sum_ms", "itl_count"), RATIO,
            1.00),
     _latency("e2el", MEAN, "mean E2EL", 0.60),
     _latency("e2el", P99, "P99 E2EL", 0.60),
-    Metric("request_throughput", "request throughput", "req/s", HIGHER, threshold=0.40),
+    Metric("request_throughput", "request throughput", "req/s", HIGHER, threshold=0.40,
+           ab_threshold=AB_THRESHOLD),
     Metric("output_throughput", "output throughput", "tok/s", HIGHER, threshold=0.40),
     Metric("hit_rate", "prefix-cache hit rate", "%", HIGHER, POINTS,
-           ("cached_tokens", "prompt_tokens"), RATIO, 2.0),
-    Metric("leaked_tokens", "leaked tokens", "tokens", ZERO, threshold=0.0),  # summed over passes
+           ("cached_tokens", "prompt_tokens"), RATIO, 2.0, 2.0),
+    # summed over passes
+    Metric("leaked_tokens", "leaked tokens", "tokens", ZERO, threshold=0.0, ab_threshold=0.0),
 )}

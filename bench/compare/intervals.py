@@ -50,6 +50,10 @@ class Estimate:
     sd_new: float | None = None
     reps_base: int = 0  # repetitions with a value
     reps_new: int = 0
+    #: The change's standard error on the interval's scale and its degrees of freedom
+    #: (``None`` without an interval; 0 when exact).
+    se: float | None = None
+    df: float | None = None
 
 
 def reduce(metric: Metric, columns: dict[str, np.ndarray]) -> np.ndarray:
@@ -79,7 +83,7 @@ def scale(metric: Metric, change_value: float) -> float:
     return change_value if metric.change == POINTS else math.log1p(change_value)
 
 
-def _unscale(metric: Metric, d: float) -> float:
+def unscale(metric: Metric, d: float) -> float:
     return d if metric.change == POINTS else math.expm1(d)
 
 
@@ -146,17 +150,18 @@ def _value(metric: Metric, side: _Side) -> float | None:
     return side.center / 100.0 if metric.change == POINTS else math.exp(side.center)
 
 
-def welch(a: _Side, b: _Side, level: float) -> tuple[float, float, float]:
-    """Mean of ``b`` minus mean of ``a`` over starts and its two-sided Welch t interval at
-    ``level`` (each side of at least two starts); exact when neither varies."""
+def welch(a: _Side, b: _Side, level: float) -> tuple[float, float, float, float, float]:
+    """Mean of ``b`` minus mean of ``a`` over starts, its two-sided Welch t interval at
+    ``level`` (each side of at least two starts), standard error and degrees of freedom;
+    exact when neither varies."""
     d = b.center - a.center
     va, vb = a.var / a.means.size, b.var / b.means.size
     se2 = va + vb
     if se2 == 0:
-        return d, d, d
+        return d, d, d, 0.0, math.inf
     df = se2 ** 2 / (va ** 2 / (a.means.size - 1) + vb ** 2 / (b.means.size - 1))
     half = float(stdtrit(df, (1 + level) / 2) * math.sqrt(se2))
-    return d, d - half, d + half
+    return d, d - half, d + half, math.sqrt(se2), float(df)
 
 
 def starts_needed(half_width: float, sd_base: float, sd_new: float, level: float) -> int | None:
@@ -190,15 +195,15 @@ def estimate(metric: Metric, base: Group, new: Group, *, level: float,
     counts = (bs.means.size, ns.means.size, *sd, bs.reps.size, ns.reps.size)
     if bs.constant and ns.constant:
         d = ns.center - bs.center
-        return Estimate(b_value, n_value, _unscale(metric, d), _unscale(metric, d),
-                        _unscale(metric, d), *counts)
+        return Estimate(b_value, n_value, unscale(metric, d), unscale(metric, d),
+                        unscale(metric, d), *counts)
     if b_value is None or n_value is None or min(bs.means.size, ns.means.size) < MIN_STARTS:
         point = (None if b_value is None or n_value is None
-                 else _unscale(metric, ns.center - bs.center))
+                 else unscale(metric, ns.center - bs.center))
         return Estimate(b_value, n_value, point, None, None, *counts)
-    d, low, high = welch(bs, ns, level)
-    return Estimate(b_value, n_value, _unscale(metric, d), _unscale(metric, low),
-                    _unscale(metric, high), *counts)
+    d, low, high, se, df = welch(bs, ns, level)
+    return Estimate(b_value, n_value, unscale(metric, d), unscale(metric, low),
+                    unscale(metric, high), *counts, se=se, df=df)
 
 
 def interval(metric: Metric, group: Group, *, level: float, min_requests: int = 1

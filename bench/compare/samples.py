@@ -35,8 +35,14 @@ class Group:
     requests: list[dict[str, np.ndarray]] = field(default_factory=list)
     #: Per repetition: the group's row of ``results["groups"]`` (per-pass metrics).
     rows: list[dict] = field(default_factory=list)
-    #: Per repetition: its server start (the index of its run in the side).
+    #: Per repetition: its server start (the index of its run in the side, or its start
+    #: pair in an A/B).
     starts: list[int] = field(default_factory=list)
+    #: Per repetition: the request ids of ``requests``, in order.
+    ids: list[list[str]] = field(default_factory=list)
+    #: Per repetition: where it ran, (start, block, repetition); the same on both sides of
+    #: an A/B for the same requests (:mod:`bench.compare.paired` pairs by it).
+    units: list[tuple[int, int, int]] = field(default_factory=list)
 
 
 @dataclass
@@ -51,6 +57,11 @@ class RunSamples:
         version = self.results["metadata"].get("target", {}).get("vllm_version")
         return f"{self.results['run_id']}" + (f" (vLLM {version})" if version else "")
 
+    @property
+    def ab(self) -> dict | None:
+        """The run's place in an A/B (:mod:`bench.campaigns.ab`), if it ran in one."""
+        return self.results["metadata"].get("ab")
+
 
 @dataclass
 class Side:
@@ -64,13 +75,22 @@ class Side:
     @classmethod
     def of(cls, runs: list[RunSamples], where: Path | None = None) -> Side:
         groups: dict[GroupKey, Group] = {}
-        for start, run in enumerate(runs):
+        for index, run in enumerate(runs):
+            start, block = (run.ab["start"], run.ab["block"]) if run.ab else (index, 0)
             for key, g in run.groups.items():
                 pooled = groups.setdefault(key, Group())
                 pooled.requests += g.requests
                 pooled.rows += g.rows
+                pooled.ids += g.ids
                 pooled.starts += [start] * len(g.rows)
+                pooled.units += [(start, block, row.get("repetition", 0)) for row in g.rows]
         return cls(where or runs[0].dir, runs, groups)
+
+    @property
+    def ab_id(self) -> str | None:
+        """The A/B every run of the side belongs to (None: not all of one A/B)."""
+        ids = {(r.ab or {}).get("id") for r in self.runs}
+        return ids.pop() if len(ids) == 1 else None
 
     @property
     def results(self) -> dict:
@@ -161,7 +181,9 @@ def load_run(run_dir: Path) -> RunSamples:
         key = tuple(row[k] for k in GROUP_KEYS)
         group = groups.setdefault(key, Group())  # type: ignore[arg-type]
         group.rows.append(row)
-        group.requests.append(request_columns(by_rep.get((key, row.get("repetition", 0)), [])))
+        done = [r for r in by_rep.get((key, row.get("repetition", 0)), []) if r["ok"]]
+        group.requests.append(request_columns(done))
+        group.ids.append([r["request_id"] for r in done])
         group.starts.append(0)
     return RunSamples(run_dir, results, isolation, groups)
 
@@ -203,3 +225,8 @@ def load_side(side: Path | list[Path]) -> Side:
             raise BenchError(f"{where}: the runs of a set must measure the same thing; {run.dir} "
                              f"differs from {runs[0].dir}:\n" + describe(found))
     return Side.of(runs, where)
+
+
+def paired(base: Side, new: Side) -> bool:
+    """Whether the two sides are the sides of one A/B (their runs pair by unit)."""
+    return base.ab_id is not None and base.ab_id == new.ab_id

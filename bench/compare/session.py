@@ -8,7 +8,7 @@ from pathlib import Path
 
 from bench.compare.comparability import check
 from bench.compare.pair import compare_runs
-from bench.compare.samples import Side, load_side
+from bench.compare.samples import Side, load_side, paired
 from bench.compare.thresholds import REPORT, load_thresholds
 
 
@@ -19,8 +19,10 @@ def compare_dirs(base_dir: Path | list[Path], new_dir: Path | list[Path],
     of runs, or a list of run directories). ``allow_inconclusive``: gated inconclusive
     metrics are reported, not failed (``inconclusive = "report"``)."""
     thresholds = load_thresholds(thresholds_path)  # bad input fails before any work
+    base, new = load_side(base_dir), load_side(new_dir)
+    if paired(base, new):
+        thresholds = load_thresholds(thresholds_path, ab=True)
     if allow_inconclusive:
         thresholds.settings = replace(thresholds.settings, inconclusive=REPORT)
-    base, new = load_side(base_dir), load_side(new_dir)
     allowed = check(base.results["metadata"], new.results["metadata"], allow)
     return compare_runs(base, new, thresholds, allowed), base, new

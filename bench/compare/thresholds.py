@@ -55,6 +55,9 @@ class Settings:
     min_requests: int = 1  # a repetition with fewer (having the metric's value) is left out
     isolation: str = "must-hold"
     inconclusive: str = "fail"
+    #: A row is powered when it would catch a regression of this many times its threshold
+    #: (90% of the time); else it says "underpowered" (:mod:`bench.compare.power`).
+    detect: float = 2.0
 
 
 @dataclass
@@ -146,14 +149,24 @@ def _settings(doc: dict, path: Path) -> Settings:
         settings = replace(settings, **{key: value})
     if settings.min_requests < 1:
         raise BenchError(f"{path}: min_requests must be at least 1, got {settings.min_requests}")
+    if settings.detect < 1:
+        raise BenchError(f"{path}: detect must be at least 1, got {settings.detect}")
     if not 0.5 < settings.confidence < 1:
         raise BenchError(f"{path}: confidence must be between 0.5 and 1, got {settings.confidence}")
     return settings
 
 
-def load_thresholds(path: Path | None) -> Thresholds:
-    """Defaults, or a TOML file's thresholds on top of them; errors name the file and key."""
-    thresholds = Thresholds()
+def defaults(ab: bool = False) -> Thresholds:
+    """The default thresholds of a comparison (``ab``: of a paired A/B)."""
+    if not ab:
+        return Thresholds()
+    return Thresholds(metrics={m.name: m.ab_threshold for m in METRICS.values()})
+
+
+def load_thresholds(path: Path | None, ab: bool = False) -> Thresholds:
+    """Defaults (``ab``: an A/B's), or a TOML file's thresholds on top of them; errors name
+    the file and key."""
+    thresholds = defaults(ab)
     if path is None:
         return thresholds
     try:

@@ -28,9 +28,11 @@ from bench.run.settings import RunOptions
 from bench.workload import Workload
 
 
-def run_metadata(target: Target, workload: Workload, opts: RunOptions) -> dict:
+def run_metadata(target: Target, workload: Workload, opts: RunOptions,
+                 design: dict | None = None) -> dict:
+    """What a run's results record about it (``design``: its place in an A/B)."""
     meta = workload.metadata
-    return {**base_metadata(), "target": target.metadata,
+    return {**base_metadata(), **({"ab": design} if design else {}), "target": target.metadata,
             "workload": {"dir": str(workload.dir), "spec": meta["spec"], "seed": meta["seed"],
                          "counts": meta["counts"], "libraries": meta.get("libraries")},
             "options": {k: _json_number(v) for k, v in asdict(opts).items()}}
@@ -42,16 +44,18 @@ def _json_number(value: object) -> object:
 
 
 def run_benchmark(target: Target, workload: Workload, opts: RunOptions, out_dir: Path,
-                  run_id: str, console: Console, resume: Resume | None = None) -> dict:
+                  run_id: str, console: Console, resume: Resume | None = None,
+                  design: dict | None = None) -> dict:
     """Run (or, with ``resume``, continue) and save; return the results dict
-    (``interrupted`` or ``stopped`` set if it did not finish)."""
+    (``interrupted`` or ``stopped`` set if it did not finish). ``design``: the run's place
+    in an A/B (:mod:`bench.campaigns.ab`), recorded in its metadata."""
     out_dir.mkdir(parents=True, exist_ok=True)
     records_path, layouts_path = out_dir / RECORDS_FILE, out_dir / LAYOUTS_FILE
     if resume is None:
         if records_path.exists() and records_path.stat().st_size:
             raise BenchError(f"--out {out_dir}: already holds the records of a run; "
                              "choose a new directory (or continue it with --resume)")
-        metadata = run_metadata(target, workload, opts)
+        metadata = run_metadata(target, workload, opts, design)
         secret = create_secret(out_dir)
     else:
         check_target(resume, target.metadata)

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from bench.compare.intervals import estimate, interval, starts_needed
-from bench.compare.pair import judge
 from bench.compare.samples import Group
 from bench.compare.thresholds import Settings
+from bench.compare.unpaired import judge
 from bench.registry import METRICS
 from bench.vocab import INCONCLUSIVE
 

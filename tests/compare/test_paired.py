@@ -1,0 +1,156 @@
+"""The paired A/B procedure's own false-alarm and detection rates, measured on SIMULATED
+A/Bs with known effects: every server start of either side shifts its timings by its own
+offset, every block by a smaller one, every request by its own noise on top of what its
+content costs (the same on both sides: pairing removes it); cached tokens are
+deterministic. The whole gate runs: unit changes, summary rows, Bonferroni over the gated
+rows, the four states and the exit code."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bench.compare.ab_rows import ALL, ab_rows
+from bench.compare.paired import combine
+from bench.compare.samples import Group, Side
+from bench.compare.thresholds import defaults
+from bench.registry import METRICS
+from bench.vocab import IMPROVED, INCONCLUSIVE, NO_CHANGE, REGRESSED
+
+PATHS, MODALITIES, SALT = ("chat", "generate-parts"), ("text", "image"), ("none", "salted")
+
+
+def simulated_ab(rng: np.random.Generator, *, effect: float, starts: int = 5, blocks: int = 3,
+                 requests: int = 6, start_sd: float = 0.01, block_sd: float = 0.02,
+                 request_sd: float = 0.10, hit_change: float = 0.0) -> tuple[Side, Side]:
+    """Two SIMULATED sides of one A/B; the new side's timings are ``1 + effect`` times as
+    long, its cached tokens ``hit_change`` of the prompt fewer on every request."""
+    cost = {key: rng.lognormal(3.5, 0.6, requests) for key in _keys()}  # content, shared
+    sides = []
+    for slower, hit in ((1.0, 0.0), (1.0 + effect, hit_change)):
+        groups: dict = {}
+        for s in range(starts):
+            start = np.exp(rng.normal(0, start_sd)) * slower
+            for b in range(blocks):
+                level = start * np.exp(rng.normal(0, block_sd))
+                for key in _keys():
+                    noise = np.exp(rng.normal(0, request_sd, requests))
+                    ttft = cost[key] * level * noise
+                    tpot = 5.0 * level * np.exp(rng.normal(0, request_sd, requests))
+                    prompt = np.full(requests, 256.0)
+                    g = groups.setdefault(key, Group())
+                    g.requests.append({
+                        "ttft_ms": ttft, "e2el_ms": ttft + 7 * tpot, "tpot_ms": tpot,
+                        "itl_sum_ms": 7 * tpot, "itl_count": np.full(requests, 7.0),
+                        "cached_tokens": prompt * (0.5 - hit), "prompt_tokens": prompt})
+                    g.rows.append({"request_throughput": 1000 / (ttft + 7 * tpot).mean(),
+                                   "output_throughput": 8000 / (ttft + 7 * tpot).mean(),
+                                   "leaked_tokens": 0})
+                    g.ids.append([f"r{i}" for i in range(requests)])
+                    g.starts.append(s)
+                    g.units.append((s, b, 0))
+        sides.append(Side(None, [], groups))  # type: ignore[arg-type]
+    return sides[0], sides[1]
+
+
+def _keys():
+    return [(p, m, s) for p in PATHS for m in MODALITIES for s in SALT]
+
+
+#: The metrics the A/B gates by default (the others are reported only).
+GATED = [m for m in METRICS.values() if m.ab_threshold is not None]
+
+
+def gate(base: Side, new: Side) -> tuple[int, list[dict]]:
+    """The exit code the gate gives (1 regressed, 2 a gated row inconclusive, else 0)."""
+    rows = ab_rows(base, new, defaults(ab=True), GATED)
+    gated = [r for r in rows if r["gated"]]
+    if any(r["state"] == REGRESSED for r in gated):
+        return 1, rows
+    return (2 if any(r["state"] == INCONCLUSIVE for r in gated) else 0), rows
+
+
+def rates(effect: float, runs: int, seed: int, **noise: float) -> dict[int, float]:
+    rng = np.random.default_rng(seed)
+    codes = [gate(*simulated_ab(rng, effect=effect, **noise))[0] for _ in range(runs)]
+    return {c: codes.count(c) / runs for c in (0, 1, 2)}
+
+
+def test_same_build_fails_the_gate_rarely():
+    """60 simulated same-build A/Bs: the run fails (exit 1) at most 5% of the time (the
+    family-wise level) and is rarely underpowered at this noise."""
+    r = rates(0.0, 60, seed=1)
+    assert r[1] <= 0.05 + 0.055  # 0.05 plus about two Monte Carlo standard errors
+    assert r[2] <= 0.15
+
+
+def test_ten_percent_slower_is_caught():
+    """40 simulated A/Bs whose new side is 10% slower: caught (exit 1) at least 90% of
+    the time at this noise (1% start, 2% block spread, 10% per request)."""
+    assert rates(0.10, 40, seed=2)[1] >= 0.90
+
+
+def test_a_large_start_spread_is_underpowered_not_a_false_alarm():
+    """With 20% between server starts (as two unpaired starts here), a same-build A/B
+    neither passes nor fails on noise: its gated rows are underpowered (exit 2)."""
+    r = rates(0.0, 25, seed=3, start_sd=0.20)
+    assert r[1] <= 0.05 + 0.05
+    assert r[2] >= 0.80
+
+
+def test_the_row_over_all_requests_is_gated_and_the_others_reported():
+    rng = np.random.default_rng(4)
+    code, rows = gate(*simulated_ab(rng, effect=0.25))
+    assert code == 1
+    ttft = [r for r in rows if r["metric"] == "median_ttft_ms"]
+    overall = [r for r in ttft if r["gated"]]
+    assert [(r["path"], r["modality"], r["salt_mode"]) for r in overall] == [(ALL, ALL, ALL)]
+    assert overall[0]["state"] == REGRESSED and 0.15 < overall[0]["change"] < 0.35
+    paths = [r for r in ttft if r["path"] != ALL and r["modality"] == ALL]
+    assert {r["path"] for r in paths} == set(PATHS) and not any(r["gated"] for r in paths)
+    group = [r for r in ttft if r["modality"] != ALL]
+    assert len(group) == len(_keys()) and not any(r["gated"] for r in group)
+
+
+def test_deterministic_cached_tokens_are_gated_exactly():
+    """The same cached tokens in every unit: an exact no change; 5 points fewer on every
+    request of the new side: an exact regression of every group, whatever the timing noise."""
+    rng = np.random.default_rng(5)
+    _, rows = gate(*simulated_ab(rng, effect=0.0, start_sd=0.3))
+    hit = [r for r in rows if r["metric"] == "hit_rate" and not r["summary"]]
+    assert all(r["gated"] and r["state"] == NO_CHANGE and r["low"] == r["high"] == 0 for r in hit)
+    code, rows = gate(*simulated_ab(rng, effect=0.0, start_sd=0.3, hit_change=0.05))
+    hit = [r for r in rows if r["metric"] == "hit_rate" and not r["summary"]]
+    assert code == 1
+    assert all(r["state"] == REGRESSED and r["change"] == pytest.approx(-5.0) for r in hit)
+
+
+def test_faster_is_improved():
+    rng = np.random.default_rng(6)
+    code, rows = gate(*simulated_ab(rng, effect=-0.2))
+    assert code == 0
+    assert all(r["state"] == IMPROVED for r in rows
+               if r["summary"] and r["metric"] == "median_ttft_ms")
+
+
+@pytest.mark.parametrize("starts", [3, 5, 8])
+def test_interval_coverage_over_start_pairs(starts):
+    """Start-pair effects as large as block effects: the 95% interval covers the true
+    change in 95% of 2,000 simulated A/Bs (within Monte Carlo error)."""
+    rng = np.random.default_rng(starts)
+    covered = 0
+    for _ in range(2000):
+        shift = rng.normal(0, 0.03, starts)
+        est = combine({(s, b, 0): 0.1 + shift[s] + rng.normal(0, 0.03)
+                       for s in range(starts) for b in range(3)})
+        low, high = est.interval(0.95)
+        covered += low <= 0.1 <= high
+    assert abs(covered / 2000 - 0.95) < 0.015
+
+
+def test_one_start_pair_cannot_decide():
+    rng = np.random.default_rng(7)
+    code, rows = gate(*simulated_ab(rng, effect=0.0, starts=1, blocks=4))
+    assert code == 2
+    summary = next(r for r in rows if r["summary"] and r["metric"] == "median_ttft_ms")
+    assert summary["state"] == INCONCLUSIVE and "start pair" in summary["reason"]
