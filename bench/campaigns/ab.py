@@ -118,13 +118,16 @@ def _setup(args: argparse.Namespace, side: AbSide, console: Console) -> EngineSe
                                               "engine_python": side.python}), console)
 
 
-def _bound(setup: EngineSetup, binding: str | None) -> EngineSetup:
-    """``setup`` with its engine's OpenMP threads bound to ``binding`` (CPU engines)."""
-    if binding is None or not setup.config.cpu_kvcache_gib:
-        return setup
-    config = replace(setup.config, extra_env={**setup.config.extra_env,
-                                              "VLLM_CPU_OMP_THREADS_BIND": binding})
-    return replace(setup, config=config)
+def _placed(setup: EngineSetup, name: str, binding: str | None) -> EngineSetup:
+    """``setup`` for side ``name``: its own torch compile cache (the two sides start at
+    once, and two servers compiling into one empty cache were seen to fail with a C++
+    error: a kernel read while the other writes it), its engine's OpenMP threads bound to
+    ``binding`` (CPU engines)."""
+    env = {"TORCHINDUCTOR_CACHE_DIR": str(cache_dir("inductor") / name)}
+    if binding is not None and setup.config.cpu_kvcache_gib:
+        env["VLLM_CPU_OMP_THREADS_BIND"] = binding
+    return replace(setup, config=replace(setup.config,
+                                         extra_env={**setup.config.extra_env, **env}))
 
 
 class Ab:
@@ -184,7 +187,7 @@ class Ab:
         with contextlib.ExitStack() as stack:
             began = time.monotonic()
             for name in order:
-                server = _bound(self.setups[name], bindings[name]).server(
+                server = _placed(self.setups[name], name, bindings[name]).server(
                     cache_dir("logs") / f"server-{log_stamp()}-{self.id}-{name}-s{start}.log",
                     None, self.args.start_timeout)
                 stack.callback(server.stop)
@@ -196,7 +199,7 @@ class Ab:
                                f"{' and '.join(order)} ready in {time.monotonic() - began:.0f}s")
             targets = dict(self.fixed)
             for name, server in servers.items():
-                setup = _bound(self.setups[name], bindings[name])
+                setup = _placed(self.setups[name], name, bindings[name])
                 targets[name] = with_capabilities(Target(
                     server.base_url, setup.config.served_name, setup.config.block_size,
                     setup.config.media_dir, setup.metadata(server), api_key=self.args.api_key))

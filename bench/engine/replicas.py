@@ -83,6 +83,8 @@ def replica_config(setup: EngineSetup, index: int, kv_port: int) -> ServerConfig
             "topic": "kv"}, separators=(",", ":"))]
     if setup.config.cpu_kvcache_gib:
         env["VLLM_CPU_OMP_THREADS_BIND"] = str(index % (os.cpu_count() or 1))
+    # Replicas start at once: each compiles into its own cache (bench.campaigns.ab._placed).
+    env["TORCHINDUCTOR_CACHE_DIR"] = str(cache_dir("inductor") / f"replica-{index}")
     config = setup.config
     return replace(config, extra_args=[*config.extra_args, *args],
                    extra_env={**config.extra_env, **env})
