@@ -28,6 +28,8 @@ COMMANDS = {
           "regression",
     "matrix": "Run the same benchmark on several vLLM versions and compare them",
     "policies": "Compare vllm-router policies x salt modes on managed replicas",
+    "mitigations": "Which server settings and client uuid modes close each tenant-boundary "
+                   "channel, and at what TTFT cost",
     "clientbench": "Measure saltbench's client against its peers on a zero-work server",
 }
 

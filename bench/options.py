@@ -17,7 +17,8 @@ from bench.errors import BenchError
 from bench.paths import PATHS
 from bench.paths.media_urls import URL_MODES
 from bench.run.settings import RunOptions
-from bench.vocab import SALT_MODES
+from bench.verdicts.boundary import parse_fail_on
+from bench.vocab import CHANNELS, SALT_MODES
 
 
 def csv_choices(choices: tuple | list):
@@ -140,6 +141,11 @@ def add_target_arguments(parser: argparse.ArgumentParser, *, engines: bool = Fal
     g.add_argument("--block-size", type=int,
                    help="KV block size in tokens (CPU: a multiple of 32; default: 32, or what "
                         "a --server-url server reports)")
+    g.add_argument("--serve-arg", dest="serve_args", action="append", default=[],
+                   metavar="ARG",
+                   help="one more `vllm serve` argument for managed servers, e.g. "
+                        "--serve-arg=--mm-processor-cache-gb=0 (checked against the "
+                        "server's --help; recorded with the results); repeat for more")
     g.add_argument("--max-model-len", type=int, default=8192)
     g.add_argument("--max-num-seqs", type=int, default=8)
     g.add_argument("--start-timeout", type=float, default=600.0, metavar="SECONDS")
@@ -164,3 +170,17 @@ def target_args(**overrides: object) -> argparse.Namespace:
             raise TypeError(f"unknown target option {key!r}")
         setattr(args, key, value)
     return args
+
+
+def add_fail_on_argument(parser: argparse.ArgumentParser, default: tuple[str, ...]) -> None:
+    """``--fail-on``: the tenant-boundary channels whose finding fails the run."""
+    def channels(text: str) -> tuple[str, ...]:
+        try:
+            return parse_fail_on(text)
+        except BenchError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parser.add_argument("--fail-on", type=channels, default=default, metavar="CHANNELS",
+                        help=f"boundary channels whose finding fails the run: any of "
+                             f"{', '.join(CHANNELS)}, or none (default: "
+                             f"{','.join(default) or 'none'}); the others are reported")

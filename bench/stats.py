@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import bootstrap, norm, rankdata, wilcoxon
+from scipy.stats import binom, bootstrap, norm, rankdata, wilcoxon
 
 _PERMUTATIONS = 19_999
 _PERMUTATION_SEED = 0
@@ -30,6 +30,12 @@ _PERMUTATION_SEED = 0
 _EXACT_MAX_PAIRS = 200
 #: A row's finding.
 DISTINGUISHABLE, NO_EVIDENCE, TOO_FEW_SAMPLES = "distinguishable", "no evidence", "too few samples"
+#: The side channel's power target: detect a true paired AUC of 0.8 with 80% power at
+#: alpha 0.05, Holm-adjusted across a run's cross-tenant rows. A row without evidence
+#: whose smallest detectable AUC is above the target is underpowered.
+POWER_TARGET = {"target_auc": 0.8, "power": 0.8, "alpha": 0.05}
+#: Probes (pairs) per guess for which :func:`guess_accuracy` reports the accuracy.
+GUESS_PROBES = (1, 3, 5, 9)
 
 
 def _differences(slow: Sequence[float], fast: Sequence[float]) -> np.ndarray:
@@ -208,3 +214,43 @@ def side_channel_tests(rows: Sequence[tuple[Sequence[float], Sequence[float]]],
             min_detectable_paired_auc(len(slow), alpha / tests if tested else alpha),
             DISTINGUISHABLE if q <= alpha else NO_EVIDENCE, tested))
     return results
+
+
+def wilson_interval(successes: float, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval of a proportion ``successes / n``."""
+    z = float(norm.ppf(0.5 + level / 2))
+    centre = (successes + z * z / 2) / (n + z * z)
+    half = z * math.sqrt(successes * (n - successes) / n + z * z / 4) / (n + z * z)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def majority_accuracy(p: float, k: int) -> float:
+    """P(a majority of ``k`` independent guesses, each right with probability ``p``, is
+    right), a tie settled by a coin."""
+    right = binom.sf(k // 2, k, p)  # more than half right
+    return float(right + (0.5 * binom.pmf(k // 2, k, p) if k % 2 == 0 else 0.0))
+
+
+def guess_accuracy(slow: Sequence[float], fast: Sequence[float], level: float = 0.95,
+                   probes: Sequence[int] = GUESS_PROBES, target: float = 0.95,
+                   max_probes: int = 99) -> dict:
+    """What an attacker gains: the accuracy of guessing which of two items another tenant
+    sent (the slower one was not), from one probe pair and by a majority of ``k`` pairs.
+
+    One pair is right with p = the share of pairs where ``slow`` is slower (ties: half),
+    with a Wilson interval; ``k`` pairs, taken as independent, are right with
+    :func:`majority_accuracy` (monotone in p, so the interval maps through it).
+    ``probes_for_target``: the fewest pairs (odd, up to ``max_probes``) whose accuracy at
+    the interval's lower end reaches ``target``; None if none does.
+    """
+    d = _differences(slow, fast)
+    n = int(d.size)
+    if n == 0:
+        return {"pairs": 0, "p_pair": None, "accuracy": {}, "probes_for_target": None}
+    wins = float(np.sum(d > 0) + 0.5 * np.sum(d == 0))
+    low, high = wilson_interval(wins, n, level)
+    acc = {k: [majority_accuracy(x, k) for x in (wins / n, low, high)] for k in probes}
+    needed = next((k for k in range(1, max_probes + 1, 2)
+                   if majority_accuracy(low, k) >= target), None)
+    return {"pairs": n, "p_pair": wins / n, "level": level, "target": target,
+            "accuracy": {str(k): v for k, v in acc.items()}, "probes_for_target": needed}

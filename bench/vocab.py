@@ -21,6 +21,13 @@ SALT_MODES = ("none", "salted")
 #: Which requests of a workload share a salt reference (a spec's ``[tenants].salt``).
 SALT_SCOPES = ("none", "shared", "tenant")
 
+#: How the client sends media uuids in the uuid probe and the side channel: as the tenant
+#: gave them (the probe's shared uuid; none in the side channel), or ``per-tenant``: every
+#: item's uuid namespaced by its tenant (a digest of the salt), as a gateway would to keep
+#: vLLM's media caches from being shared across tenants (bench.isolation.probe.tenant_uuid).
+CLIENT_UUIDS = ("as-sent", "per-tenant")
+PER_TENANT = "per-tenant"
+
 #: Phases of a pass: ``warmup`` (excluded), ``prime`` (optional), ``measure``.
 PHASES = ("warmup", "prime", "measure")
 MEASURE = "measure"
@@ -79,11 +86,36 @@ ISOLATED, LEAK, UNDER_HIT, ERROR = "ISOLATED", "LEAK", "UNDER-HIT", "ERROR"
 #: The one precedence of isolation verdicts, most severe first: within a cell, a probe
 #: and across a run (bench.verdicts.isolation.worst).
 VERDICTS = (LEAK, ERROR, UNDER_HIT, ISOLATED)
+
+#: The channels of the tenant boundary judged per path x modality (bench.verdicts.boundary):
+#: the prefix (KV) cache; media content, where the media caches give one tenant's processed
+#: media to another (a client uuid replaces the content hash); and timing, where a tenant's
+#: TTFT tells whether another tenant recently sent the same media.
+KV, CONTENT, TIMING = "kv-cache", "media-content", "timing"
+CHANNELS = (KV, CONTENT, TIMING)
+#: The channels whose finding fails a run by default; timing is reported as exposed.
+DEFAULT_FAIL_ON = (KV, CONTENT)
+#: Content and timing verdicts: another tenant's media was used for mine; TTFT tells them
+#: apart (Holm-adjusted); no evidence at a power that would have seen the target AUC; no
+#: evidence, but too few samples to have seen it.
+SUBSTITUTED, EXPOSED = "SUBSTITUTED", "EXPOSED"
+NOT_DETECTED, UNDERPOWERED = "NOT DETECTED", "UNDERPOWERED"
+#: A channel the path and modality can carry that this run did not probe (e.g. the uuid
+#: probe or side channel was skipped): unjudged, so it fails a policy that gates it.
+NOT_PROBED = "NOT PROBED"
+#: Each channel's verdicts, most severe first (its own precedence, as :data:`VERDICTS`).
+CHANNEL_VERDICTS = {KV: VERDICTS, CONTENT: (SUBSTITUTED, ERROR, NOT_PROBED, ISOLATED),
+                    TIMING: (EXPOSED, ERROR, NOT_PROBED, UNDERPOWERED, NOT_DETECTED)}
 VERDICT_STYLE = {  # verdict: (colour, hatch, ink on it)
     ISOLATED: ("#009E73", "", "black"),
     LEAK: ("#D55E00", "xx", "white"),
+    SUBSTITUTED: ("#CC79A7", "xx", "white"),
+    EXPOSED: ("#E69F00", "\\\\", "black"),
     UNDER_HIT: ("#F0E442", "..", "black"),
+    UNDERPOWERED: ("#F0E442", "..", "black"),
+    NOT_DETECTED: ("#56B4E9", "", "black"),
     ERROR: ("#555555", "//", "white"),
+    NOT_PROBED: ("#BBBBBB", "//", "black"),
     NOT_AVAILABLE: ("#DDDDDD", "", "black"),
 }
 

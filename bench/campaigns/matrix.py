@@ -23,7 +23,7 @@ from bench.outputs import MATRIX_FILE, MATRIX_KIND, MATRIX_MD, new_run_id
 from bench.report.compare_report import compare_and_report
 from bench.run.session import run_benchmark
 from bench.run.settings import RunOptions
-from bench.verdicts.isolation import exit_code as isolation_exit
+from bench.verdicts.boundary import exit_code as isolation_exit
 from bench.verdicts.runs import problems
 from bench.vocab import (
     EXIT_CANNOT_JUDGE,

@@ -17,8 +17,14 @@ from pathlib import Path
 from rich.console import Console
 
 from bench.isolation.experiment import IsolationOptions
-from bench.options import add_run_arguments, add_target_arguments, options_from
+from bench.options import (
+    add_fail_on_argument,
+    add_run_arguments,
+    add_target_arguments,
+    options_from,
+)
 from bench.outputs import REPORTS, new_run_id
+from bench.vocab import DEFAULT_FAIL_ON
 from bench.workload import open_workload
 
 
@@ -32,6 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "%(default)s)")
     parser.add_argument("--no-isolation", dest="isolation", action="store_false",
                         help="skip the isolation experiment")
+    add_fail_on_argument(parser, DEFAULT_FAIL_ON)
     parser.add_argument("--thresholds", type=Path, metavar="TOML",
                         help="gate thresholds for the comparisons (see compare --help)")
     add_run_arguments(parser)
@@ -49,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     load_thresholds(args.thresholds)  # a bad file fails before minutes of provisioning
     workload = open_workload(args.spec, args.seed, args.requests)
     opts = options_from(args)
-    iso = IsolationOptions(paths=args.paths, samples=args.samples,
+    iso = IsolationOptions(paths=args.paths, samples=args.samples, fail_on=args.fail_on,
                            timeout_s=args.timeout) if args.isolation else None
     out = args.out or REPORTS / new_run_id("matrix")
     doc = run_matrix(args, workload, opts, iso, args.thresholds, out, console, matrix_summary)

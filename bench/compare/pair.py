@@ -7,7 +7,9 @@ The metric rows are paired when both sides are the sides of one A/B
 (:mod:`bench.compare.unpaired`). Leaked tokens must stay 0, and with
 ``isolation = "must-hold"`` every isolation cell the new side probed must be ISOLATED, judged
 on its worst verdict across the side's runs (a cell a server cannot serve is ``n/a``; one the
-new side did not probe, or whose probe failed, is inconclusive).
+new side did not probe, or whose probe failed, is inconclusive). The media-content channel
+(uuid probe) is judged as a change, gated when ``isolation_fail_on`` names it: content
+substituted now but not in the base side is lost.
 
 The gate fails closed. Exit 1: a run of the new side has problems
 (:func:`bench.verdicts.runs.problems`: failed requests, leaks, under-hits, counters that
@@ -28,6 +30,7 @@ from bench.outputs import COMPARE_KIND
 from bench.registry import POINTS
 from bench.verdicts.runs import problems
 from bench.vocab import (
+    CONTENT,
     ERROR,
     IMPROVED,
     INCONCLUSIVE,
@@ -35,6 +38,7 @@ from bench.vocab import (
     NO_CHANGE,
     NOT_AVAILABLE,
     REGRESSED,
+    SUBSTITUTED,
 )
 
 
@@ -67,13 +71,40 @@ def _missing_groups(base: Side, new: Side) -> list[dict]:
 
 
 def _cells(run: Side) -> dict[tuple[str, str], dict]:
-    """Every judged isolation entry by (path, what): cells by modality, then cells through
-    the router and uuid probes, labelled as such."""
+    """Every judged KV entry by (path, what): cells by modality, then cells through the
+    router and uuid probes, labelled as such."""
     iso = run.isolation or {}
     out = {(c["path"], c["modality"]): c for c in iso.get("cells", [])}
     out.update({(c["path"], f"{c['modality']} (routed)"): c for c in iso.get("routed", [])})
-    out.update({(c["path"], "uuid probe"): c for c in iso.get("uuid_probe", [])})
+    out.update({(c["path"], f"{c.get('modality', 'image')} uuid probe"): c
+                for c in iso.get("uuid_probe", [])})
     return out
+
+
+def _content(base: Side, new: Side, gated: bool) -> list[dict]:
+    """Per uuid probe of the new side, the media-content channel judged as a change: lost
+    (ISOLATED in the base side, SUBSTITUTED now) is REGRESSED; SUBSTITUTED in both is no
+    change (the isolation run's own verdict and exit code say it is open); a failed or
+    missing probe is inconclusive."""
+    def content(side: Side) -> dict[tuple[str, str], dict]:
+        return {(u["path"], f"{u.get('modality', 'image')} media content"): u
+                for u in (side.isolation or {}).get("uuid_probe", []) if "content" in u}
+
+    before, after = content(base), content(new)
+    rows = []
+    for key, n in after.items():
+        b = before.get(key)
+        was, now = b and b["content"], n["content"]
+        if now == ERROR or b is None or was == ERROR:
+            state, reason = INCONCLUSIVE, n.get("content_reason") or "not probed in the base run"
+        elif now == SUBSTITUTED:
+            state, reason = ((NO_CHANGE, "SUBSTITUTED in both runs") if was == SUBSTITUTED
+                             else (REGRESSED, f"{n['content_reason']} (lost)"))
+        else:
+            state, reason = (NO_CHANGE, "") if was == now else (IMPROVED, "isolated now")
+        rows.append({"path": key[0], "modality": key[1], "base": was, "new": now,
+                     "state": state, "reason": reason, "gated": gated})
+    return rows
 
 
 def _unprobed(run: Side, side: str) -> tuple[str, str]:
@@ -134,7 +165,9 @@ def compare_runs(base: Side, new: Side, thresholds: Thresholds,
     settings = thresholds.settings
     ab = paired(base, new)
     rows = ab_rows(base, new, thresholds) if ab else unpaired_rows(base, new, thresholds)
-    isolation = _isolation(base, new, settings.isolation)
+    isolation = [*_isolation(base, new, settings.isolation),
+                 *_content(base, new, settings.isolation == "must-hold"
+                           and CONTENT in settings.isolation_fail_on)]
     sides = {"base": _side(base), "new": _side(new)}
     gated = [r for r in [*rows, *isolation] if r["gated"]]
     unsure = [r for r in gated if r["state"] == INCONCLUSIVE]

@@ -22,7 +22,7 @@ from bench.measured.records import Record, read_records
 from bench.outputs import ISOLATION_FILE, ISOLATION_KIND, RECORDS_FILE, RESULTS_FILE
 from bench.results import GROUP_KEYS, read_results
 from bench.verdicts.isolation import worst
-from bench.vocab import MEASURE
+from bench.vocab import CHANNEL_VERDICTS, CONTENT, MEASURE
 
 GroupKey = tuple[str, str, str]  # path, modality, salt mode
 
@@ -109,6 +109,7 @@ class Side:
     def isolation(self) -> dict | None:
         """The runs' isolation results merged: per cell (and routed cell, uuid probe) the
         worst verdict across the runs that probed it (LEAK > ERROR > UNDER-HIT > ISOLATED;
+        a uuid probe's media-content verdict by its own precedence;
         ``n/a`` only when no run judged it), its reason naming the run in a set; complete
         when every run's is; None when no run has ``isolation.json``."""
         probed = [r for r in self.runs if r.isolation is not None]
@@ -118,16 +119,24 @@ class Side:
             return probed[0].isolation
         merged: dict = {"complete": all(r.isolation["complete"] for r in probed)}
         for part, key in (("cells", ("path", "modality")), ("routed", ("path", "modality")),
-                          ("uuid_probe", ("path",))):
+                          ("uuid_probe", ("path", "modality"))):
             found: dict[tuple, list[dict]] = {}
             for run in probed:
                 for cell in run.isolation.get(part, []):
                     reason = cell.get("reason")
-                    found.setdefault(tuple(cell[k] for k in key), []).append(
+                    found.setdefault(tuple(cell.get(k) for k in key), []).append(
                         {**cell, "reason": f"{run.dir.name}: {reason}" if reason else None})
             merged[part] = [next((c for c in cells if c["verdict"] == bad), cells[0])
                             for cells in found.values()
                             for bad in [worst(c["verdict"] for c in cells)]]
+            if part == "uuid_probe":  # the media-content verdict merges on its own
+                for entry, cells in zip(merged[part], found.values()):
+                    contents = [c for c in cells if "content" in c]
+                    bad = next((v for v in CHANNEL_VERDICTS[CONTENT]
+                                if any(c["content"] == v for c in contents)), None)
+                    if bad is not None:
+                        pick = next(c for c in contents if c["content"] == bad)
+                        entry.update(content=bad, content_reason=pick.get("content_reason"))
         return merged
 
     @property

@@ -5,6 +5,7 @@
     confidence = 0.95        # interval level
     min_requests = 1         # requests a repetition needs to count (per-request metrics)
     isolation = "must-hold"  # or "report": an isolation verdict lost fails the gate
+    isolation_fail_on = ["kv-cache", "media-content"]  # boundary channels gated (or [])
     inconclusive = "fail"    # or "report": a gated inconclusive metric fails (exit 2)
 
     [metrics]                # the tolerated change in the bad direction, or "off"
@@ -28,6 +29,8 @@ from pathlib import Path
 
 from bench.errors import BenchError
 from bench.registry import HIGHER, LOWER, METRICS, POINTS, ZERO, Metric
+from bench.verdicts.boundary import parse_fail_on
+from bench.vocab import DEFAULT_FAIL_ON
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -54,6 +57,8 @@ class Settings:
     confidence: float = 0.95
     min_requests: int = 1  # a repetition with fewer (having the metric's value) is left out
     isolation: str = "must-hold"
+    #: The tenant-boundary channels whose loss fails the gate (bench.verdicts.boundary).
+    isolation_fail_on: tuple[str, ...] = DEFAULT_FAIL_ON
     inconclusive: str = "fail"
     #: A row is powered when it would catch a regression of this many times its threshold
     #: (90% of the time); else it says "underpowered" (:mod:`bench.compare.power`).
@@ -143,6 +148,10 @@ def _settings(doc: dict, path: Path) -> Settings:
         for name, rules in (("isolation", ISOLATION_RULES), ("inconclusive", INCONCLUSIVE_RULES)):
             if key == name and value not in rules:
                 raise BenchError(f"{path}: {name} = {value!r}; choose from {', '.join(rules)}")
+        if key == "isolation_fail_on":
+            if not isinstance(value, list):
+                raise BenchError(f"{path}: isolation_fail_on must be a list, got {value!r}")
+            value = parse_fail_on(value, f"{path}: isolation_fail_on")
         expected = type(getattr(settings, key))
         if not isinstance(value, expected) and not (expected is float and isinstance(value, int)):
             raise BenchError(f"{path}: {key} must be a {expected.__name__}, got {value!r}")

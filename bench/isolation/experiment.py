@@ -21,7 +21,7 @@ from bench.isolation.cells import run_cell
 from bench.isolation.probe import prompt
 from bench.isolation.probe_media import probe_media
 from bench.isolation.replicas import replica_experiments, replica_steps
-from bench.isolation.side_channel import POWER_TARGET, add_tests, measure
+from bench.isolation.side_channel import add_tests, measure
 from bench.isolation.uuid_probe import run_uuid_probe
 from bench.metadata import base_metadata
 from bench.outputs import ISOLATION_FILE, ISOLATION_KIND
@@ -30,8 +30,9 @@ from bench.paths.base import PathContext, RequestPath
 from bench.paths.media_urls import MediaUrls
 from bench.progress import progress_bar
 from bench.run.exchange import exchange
-from bench.stats import samples_for_power
-from bench.vocab import MEDIA_MODALITIES, MODALITIES, NOT_AVAILABLE
+from bench.stats import POWER_TARGET, samples_for_power
+from bench.verdicts.boundary import boundary_rows, exit_code
+from bench.vocab import DEFAULT_FAIL_ON, MEDIA_MODALITIES, MODALITIES, NOT_AVAILABLE, PER_TENANT
 
 
 @dataclass
@@ -44,6 +45,10 @@ class IsolationOptions:
     #: Seeds the order of each side-channel sample's seen and unseen probes.
     order_seed: int = 0
     uuid_probe: bool = True
+    #: The boundary channels whose finding fails the run (bench.verdicts.boundary).
+    fail_on: tuple[str, ...] = DEFAULT_FAIL_ON
+    #: How the uuid probe and side channel send media uuids (bench.vocab.CLIENT_UUIDS).
+    client_uuids: str = "as-sent"
     timeout_s: float = 600.0
     #: Test-only: paths whose builder drops the salt (proves that a leak is caught).
     drop_salt_on: tuple[str, ...] = ()
@@ -53,6 +58,14 @@ def cells_of(opts: IsolationOptions) -> list[tuple[str, str]]:
     """(path, modality) cells: token-only paths carry text prompts only."""
     return [(p, m) for p in opts.paths for m in opts.modalities
             if m == "text" or not PATHS[p].text_only]
+
+
+def uuid_cells(opts: IsolationOptions) -> list[tuple[str, str]]:
+    """(path, modality) cells of the uuid probe: uuid paths x media modalities."""
+    if not opts.uuid_probe:
+        return []
+    return [(p, m) for p in uuid_paths() if p in opts.paths
+            for m in opts.modalities if m in MEDIA_MODALITIES]
 
 
 def side_channel_cells(opts: IsolationOptions) -> list[tuple[str, str]]:
@@ -79,8 +92,9 @@ class _Media:
     def __init__(self, ctx: PathContext, root: Path) -> None:
         self.ctx, self.root, self.count = ctx, root, 0
 
-    def fresh(self, modality: str, purpose: str) -> str:
-        item = probe_media(modality, f"{modality}-{purpose}-{self.count:05d}", self.root)
+    def fresh(self, modality: str, purpose: str, other_size: bool = False) -> str:
+        item = probe_media(modality, f"{modality}-{purpose}-{self.count:05d}", self.root,
+                           other_size)
         self.count += 1
         self.ctx.media[item.id] = item
         return item.id
@@ -103,7 +117,8 @@ async def run_isolation(target: Target, opts: IsolationOptions, run_id: str,
     paths = {p.name: p for p in make_paths(opts.paths, ctx, opts.drop_salt_on)}
     result = {"schema_version": SCHEMA_VERSION, "kind": ISOLATION_KIND, "run_id": run_id,
               "metadata": {**metadata, "isolation_options": {
-                  **opts.__dict__, "samples_power_target": power_target}},
+                  **opts.__dict__, "samples_power_target": power_target,
+                  "uuid_paths": [p for p in uuid_paths() if p in opts.paths]}},
               "cells": [{"path": p, "modality": m, "verdict": NOT_AVAILABLE, "leaked_tokens": 0,
                          "reason": unavailable[p], "steps": []} for p, m in not_served],
               "routed": [], "uuid_probe": [], "side_channel": [], "duration_s": None,
@@ -124,7 +139,7 @@ async def run_isolation(target: Target, opts: IsolationOptions, run_id: str,
     finally:
         shutil.rmtree(media.root, ignore_errors=True)
     add_tests(result["side_channel"])
-    result["complete"] = True
+    result.update(complete=True, boundary=boundary_rows(result), exit_code=exit_code(result))
     save()
     return result
 
@@ -147,18 +162,20 @@ async def _experiments(target: Target, opts: IsolationOptions, ctx: PathContext,
                 session, target, ctx, cells_of(opts), opts.drop_salt_on,
                 lambda m: None if m == "text" else media.fresh(m, "cell"),
                 lambda path, m: _warm(session, path, m, media, opts.timeout_s), result, tick)
-        if opts.uuid_probe and "image" in opts.modalities:
-            for name in (p for p in uuid_paths() if p in paths):
-                result["uuid_probe"].append(await run_uuid_probe(
-                    session, ctx.base_url, paths[name], media.fresh("image", "uuid-x"),
-                    media.fresh("image", "uuid-y"), target.block_size, opts.timeout_s))
-                tick()
+        for name, modality in uuid_cells(opts):
+            result["uuid_probe"].append(await run_uuid_probe(
+                session, ctx.base_url, paths[name], modality,
+                media.fresh(modality, "uuid-x", other_size=True),
+                media.fresh(modality, "uuid-y"), target.block_size, opts.timeout_s,
+                opts.client_uuids == PER_TENANT))
+            tick()
         if opts.samples:
             rng = random.Random(opts.order_seed)
             for name, modality in side_channel_cells(opts):
                 ids = [media.fresh(modality, "side") for _ in range(3 * opts.samples)]
                 result["side_channel"] += await measure(session, paths[name], modality, ids,
-                                                        opts.samples, opts.timeout_s, rng)
+                                                        opts.samples, opts.timeout_s, rng,
+                                                        opts.client_uuids == PER_TENANT)
                 tick()
 
 
@@ -172,9 +189,7 @@ async def _warm(session: aiohttp.ClientSession, path: RequestPath, modality: str
 
 def total_steps(opts: IsolationOptions) -> int:
     """How many progress ticks ``run_isolation`` makes."""
-    n = len(cells_of(opts))
-    if opts.uuid_probe and "image" in opts.modalities:
-        n += len([p for p in uuid_paths() if p in opts.paths])
+    n = len(cells_of(opts)) + len(uuid_cells(opts))
     if opts.samples != 0:
         n += len(side_channel_cells(opts))
     return n

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import secrets
 
+from bench.salts import digest
+
 #: Enough text that a text-only prompt spans several KV blocks on its own.
 FILLER = ("Cache isolation probe. Each tenant's prefix blocks must stay its own; "
           "a salted request never reuses blocks cached under another salt. ") * 2
@@ -27,3 +29,9 @@ def prompt(modality: str, media_id: str | None = None, uuid: str | None = None,
     if trailing is not None:
         parts.append({"type": "text", "text": trailing})
     return [{"role": "user", "content": parts}]
+
+
+def tenant_uuid(salt: str | None, key: str) -> str:
+    """``key`` (an item's id or client uuid) namespaced by its tenant: the salt's digest,
+    never the salt; unsalted requests share the ``none`` namespace."""
+    return f"tenant-{digest(salt) or 'none'}-{key}"

@@ -18,10 +18,16 @@ SIZES = {
     "audio": {"sample_rate": 16000, "channels": 1, "duration_s": 2.0},
     "video": {"width": 128, "height": 128, "fps": 4, "frame_count": 16},
 }
+#: Other sizes, with other prompt-token counts: content that reaches a request in another
+#: item's place shows in its prompt size (bench.isolation.uuid_probe).
+OTHER_SIZES = {
+    "image": {"width": 336, "height": 336},
+    "audio": {"duration_s": 3.0},
+    "video": {"frame_count": 8},
+}
 
 
-def _write(modality: str, stem: Path, seed: int):
-    size = SIZES[modality]
+def _write(modality: str, stem: Path, seed: int, size: dict):
     if modality == "image":
         return image.write(stem, kind="shapes", seed=seed, fmt="png", quality=90, **size)
     if modality == "audio":
@@ -29,15 +35,17 @@ def _write(modality: str, stem: Path, seed: int):
     return video.write(stem, kind="bouncing-ball", seed=seed, crf=23, **size)
 
 
-def probe_media(modality: str, name: str, root: Path) -> MediaItem:
-    """A fresh ``modality`` item called ``name`` in ``root``, written atomically.
+def probe_media(modality: str, name: str, root: Path, other_size: bool = False) -> MediaItem:
+    """A fresh ``modality`` item called ``name`` in ``root``, written atomically, of the
+    standard size or (``other_size``) of :data:`OTHER_SIZES`.
 
     The content depends on ``root`` too: give every run its own root, and no media of one
     run is ever in a server's caches from another.
     """
     key = f"{root.resolve()}/{modality}/{name}"
     seed = int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "big")
-    written = _write(modality, root / name, seed)
-    sha, size = file_digest(written.path)
+    size = {**SIZES[modality], **(OTHER_SIZES[modality] if other_size else {})}
+    written = _write(modality, root / name, seed, size)
+    sha, nbytes = file_digest(written.path)
     return MediaItem(id=name, modality=modality, path=written.path, mime=written.mime, sha256=sha,
-                     bytes=size, content_id=name, variant=False, params=dict(SIZES[modality]))
+                     bytes=nbytes, content_id=name, variant=False, params=size)

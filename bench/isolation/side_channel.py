@@ -19,18 +19,15 @@ from dataclasses import asdict
 import aiohttp
 import numpy as np
 
-from bench.isolation.probe import prompt
+from bench.isolation.probe import nonce, prompt, tenant_uuid
 from bench.paths.base import RequestPath
 from bench.run.exchange import exchange
-from bench.stats import side_channel_tests
+from bench.stats import POWER_TARGET, guess_accuracy, side_channel_tests
 
 CROSS_TENANT, REFERENCE = "cross-tenant-media", "unsalted-hit-vs-miss"
 KINDS = (CROSS_TENANT, REFERENCE)
 #: Tenant B's two probes of a sample: media tenant A sent, and media never seen.
 SEEN, UNSEEN = "seen", "unseen"
-#: The side-channel power target when the sample count is not given: detect a true paired
-#: AUC of 0.8 with 80% power at alpha 0.05, Holm-adjusted across the run's cross-tenant rows.
-POWER_TARGET = {"target_auc": 0.8, "power": 0.8, "alpha": 0.05}
 
 
 def probe_orders(samples: int, rng: random.Random) -> list[tuple[str, str]]:
@@ -59,40 +56,48 @@ def summarize(path: str, modality: str, kind: str,
 
 def add_tests(rows: list[dict]) -> None:
     """Add paired AUC, interval, p-value, adjusted p, min detectable paired AUC, finding and
-    ``in_family`` to every row: Holm across the run's cross-tenant rows, each reference row
-    tested alone."""
+    ``in_family`` to every row (Holm across the run's cross-tenant rows, each reference row
+    tested alone), and to the cross-tenant rows what an attacker's guess is worth
+    (:func:`bench.stats.guess_accuracy`)."""
     tests = side_channel_tests([(r["ttft_a_ms"], r["ttft_b_ms"]) for r in rows],
                                POWER_TARGET["alpha"], [r["kind"] == CROSS_TENANT for r in rows])
     for row, test in zip(rows, tests):
         row.update(asdict(test))
+        if row["kind"] == CROSS_TENANT:
+            row["guess"] = guess_accuracy(row["ttft_a_ms"], row["ttft_b_ms"])
 
 
 async def measure(session: aiohttp.ClientSession, path: RequestPath, modality: str,
                   media: list[str], samples: int, timeout_s: float,
-                  rng: random.Random) -> list[dict]:
+                  rng: random.Random, per_tenant: bool = False) -> list[dict]:
     """Interleaved sample pairs of both comparisons for one path x modality.
 
     ``media`` holds ``3 * samples`` fresh media ids: per sample one that tenant A sends
     before tenant B does, one that B sends never seen, and one for the reference pair.
     B's seen and unseen probes (a pair) come one after the other in the order
     :func:`probe_orders` draws from ``rng``; the reference hit always follows its miss.
+    ``per_tenant``: every item carries a uuid namespaced by its tenant
+    (:func:`bench.isolation.probe.tenant_uuid`).
     """
     salt_a, salt_b = secrets.token_hex(16), secrets.token_hex(16)
     pairs: dict[str, list[tuple[float | None, float | None]]] = {CROSS_TENANT: [],
                                                                  REFERENCE: []}
 
-    async def timed(messages: list[dict], salt: str | None) -> float | None:
-        out = await exchange(session, path, messages, 2, salt, timeout_s)
+    async def timed(item: str, salt: str | None, tag: str) -> float | None:
+        uuid = tenant_uuid(salt, item) if per_tenant else None
+        out = await exchange(session, path, prompt(modality, item, uuid, tag), 2, salt,
+                             timeout_s)
         return out["ttft_ms"] if out["ok"] else None
 
     for i, order in enumerate(probe_orders(samples, rng)):
         seen, unseen, ref = media[3 * i: 3 * i + 3]
-        probes = {SEEN: prompt(modality, seen), UNSEEN: prompt(modality, unseen)}
-        await timed(probes[SEEN], salt_a)  # tenant A sends it first, the same prompt
+        tags = {SEEN: nonce(), UNSEEN: nonce()}
+        await timed(seen, salt_a, tags[SEEN])  # tenant A sends it first, the same prompt
         # B: the seen one has its KV isolated by salt, its media cached.
-        ttft = {key: await timed(probes[key], salt_b) for key in order}
+        ttft = {key: await timed({SEEN: seen, UNSEEN: unseen}[key], salt_b, tags[key])
+                for key in order}
         pairs[CROSS_TENANT].append((ttft[UNSEEN], ttft[SEEN]))
-        reference = prompt(modality, ref)
-        miss = await timed(reference, None)
-        pairs[REFERENCE].append((miss, await timed(reference, None)))
+        tag = nonce()
+        miss = await timed(ref, None, tag)
+        pairs[REFERENCE].append((miss, await timed(ref, None, tag)))
     return [summarize(path.name, modality, kind, pairs[kind]) for kind in KINDS]

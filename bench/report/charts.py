@@ -12,7 +12,16 @@ from matplotlib.patches import Patch, Rectangle
 from bench.report.load import Run
 from bench.report.style import figure, legend, series_label, series_style, wrap
 from bench.stats import DISTINGUISHABLE, NO_EVIDENCE
-from bench.vocab import MODALITY_LABELS, VERDICT_STYLE
+from bench.verdicts.boundary import boundary_rows, policy
+from bench.vocab import (
+    CHANNELS,
+    KV,
+    MODALITY_LABELS,
+    NOT_AVAILABLE,
+    NOT_DETECTED,
+    TIMING,
+    VERDICT_STYLE,
+)
 
 #: Modalities in a fixed reading order (anything else after them, as first seen).
 _MODALITY_ORDER = {m: i for i, m in enumerate(MODALITY_LABELS)}
@@ -179,36 +188,52 @@ def _isolated(runs: list[Run]) -> list[Run]:
     return [run for run in runs if run.isolation]
 
 
+def _boundary_label(row: dict, channel: str) -> str:
+    """A heatmap cell's text: the verdict and its figure (leaked tokens, AUC)."""
+    verdict = row[channel]
+    if channel == KV and verdict != NOT_AVAILABLE:
+        return f"{verdict}\nleaked: {row.get('leaked_tokens') or 0} tokens"
+    if channel == TIMING and row.get("auc") is not None:
+        return f"{verdict}\nAUC {row['auc']:.2f} [{row['ci_low']:.2f}, {row['ci_high']:.2f}]"
+    return verdict.replace(" ", "\n", 1) if verdict == NOT_DETECTED else verdict
+
+
 def isolation_heatmap(runs: list[Run]) -> SubFigure | None:
-    """(5) Isolation verdict per path × modality, annotated with leaked tokens."""
+    """(5) The tenant boundary per path × modality: one panel per channel (KV cache, media
+    content, timing), verdicts coloured and annotated; the panels the run's policy fails on
+    say so in their titles."""
     iso_runs = _isolated(runs)
     if not iso_runs:
         return None
-    fig, axes = figure("Cache isolation verdict by request path and modality", iso_runs,
-                       ncols=len(iso_runs), size=(max(8.0, 4.5 * len(iso_runs) + 2), 4.5))
-    for ax, run in zip(axes, iso_runs):
-        cells = run.isolation["cells"]
-        paths = _ordered(c["path"] for c in cells)
-        mods = _by_modality(_ordered(c["modality"] for c in cells))
-        for c in cells:
-            colour, hatch, ink = VERDICT_STYLE.get(c["verdict"], ("#FFFFFF", "", "black"))
-            x, y = mods.index(c["modality"]), paths.index(c["path"])
-            ax.add_patch(Rectangle((x - 0.5, y - 0.5), 1, 1, facecolor=colour, hatch=hatch,
-                                   edgecolor="white", linewidth=2))
-            ax.text(x, y, f"{c['verdict']}\nleaked: {c.get('leaked_tokens') or 0} tokens",
-                    ha="center", va="center", fontsize=8, color=ink, fontweight="bold",
-                    bbox={"facecolor": colour, "edgecolor": "none", "pad": 1.5})
-        ax.set_xlim(-0.5, len(mods) - 0.5)
-        ax.set_ylim(len(paths) - 0.5, -0.5)
-        ax.set_xticks(range(len(mods)), mods)
-        ax.set_yticks(range(len(paths)), paths)
-        ax.grid(False)
-        ax.set_xlabel("modality")
-        ax.set_ylabel("request path")
-        if len(iso_runs) > 1:
-            ax.set_title(run.label)
+    fig, axes = figure("Tenant boundary by request path and modality", iso_runs,
+                       ncols=len(CHANNELS), nrows=len(iso_runs),
+                       size=(15.0, 4.2 * len(iso_runs)))
+    for r, run in enumerate(iso_runs):
+        rows = [row for row in boundary_rows(run.isolation) if row["replica"] is None]
+        paths = _ordered(row["path"] for row in rows)
+        mods = _by_modality(_ordered(row["modality"] for row in rows))
+        gated = policy(run.isolation)
+        for ax, channel in zip(axes[r * len(CHANNELS):], CHANNELS):
+            for row in rows:
+                colour, hatch, ink = VERDICT_STYLE.get(row[channel], ("#FFFFFF", "", "black"))
+                x, y = mods.index(row["modality"]), paths.index(row["path"])
+                ax.add_patch(Rectangle((x - 0.5, y - 0.5), 1, 1, facecolor=colour, hatch=hatch,
+                                       edgecolor="white", linewidth=2))
+                ax.text(x, y, _boundary_label(row, channel), ha="center", va="center", fontsize=7, color=ink,
+                        fontweight="bold",
+                        bbox={"facecolor": colour, "edgecolor": "none", "pad": 1.5})
+            ax.set_xlim(-0.5, len(mods) - 0.5)
+            ax.set_ylim(len(paths) - 0.5, -0.5)
+            ax.set_xticks(range(len(mods)), mods)
+            ax.set_yticks(range(len(paths)), paths if channel == KV else [""] * len(paths))
+            ax.grid(False)
+            ax.set_xlabel("modality")
+            title = f"{channel} ({'fails the run' if channel in gated else 'reported'})"
+            ax.set_title(f"{run.label}: {title}" if len(iso_runs) > 1 else title, fontsize=9)
+        axes[r * len(CHANNELS)].set_ylabel("request path")
+    shown = {row[c] for run in iso_runs for row in boundary_rows(run.isolation) for c in CHANNELS}
     legend(fig, [Patch(facecolor=c, hatch=h, edgecolor="black", label=v)
-                 for v, (c, h, _) in VERDICT_STYLE.items()])
+                 for v, (c, h, _) in VERDICT_STYLE.items() if v in shown])
     return fig
 
 
@@ -261,6 +286,6 @@ CHARTS: dict[str, tuple[Callable[[list[Run]], SubFigure | None], str]] = {
     "ttft-cdf": (ttft_cdf, "TTFT distribution, hits vs misses"),
     "ttft-groups": (ttft_groups, "TTFT by path, modality and salt mode"),
     "throughput": (throughput, "Throughput by path and salt mode"),
-    "isolation": (isolation_heatmap, "Isolation verdicts"),
+    "isolation": (isolation_heatmap, "Tenant boundary verdicts"),
     "side-channel": (side_channel, "Side-channel AUCs"),
 }

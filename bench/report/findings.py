@@ -9,13 +9,21 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from bench.stats import POWER_TARGET
+from bench.verdicts.boundary import FOUND, boundary_rows, channel_worst, policy
 from bench.verdicts.runs import problems
-from bench.vocab import ISOLATED, NOT_AVAILABLE
-
-#: The side-channel rows that test a channel across tenants (the others are controls).
-CROSS_TENANT = "cross-tenant-media"
-#: The uuid probe's step where a different item is sent under another salt with the same uuid.
-UUID_CROSS_STEP = "y-salt-b-same-uuid"
+from bench.vocab import (
+    CONTENT,
+    EXPOSED,
+    ISOLATED,
+    KV,
+    LEAK,
+    NOT_AVAILABLE,
+    NOT_DETECTED,
+    SUBSTITUTED,
+    TIMING,
+    UNDERPOWERED,
+)
 
 
 def _where(keys: list[tuple[str, str]]) -> str:
@@ -26,41 +34,77 @@ def _where(keys: list[tuple[str, str]]) -> str:
     return ", ".join(f"{p} ({', '.join(m)})" for p, m in by_path.items())
 
 
-def isolation_findings(isolation: dict) -> list[str]:
-    """The KV verdicts, the uuid probe and the timing channel, one sentence each."""
-    out = []
-    cells = [c for c in isolation.get("cells", []) if c.get("verdict") != NOT_AVAILABLE]
+def _rows_with(rows: list[dict], channel: str, verdicts: set[str]) -> str:
+    return _where([(r["path"], r["modality"]) for r in rows if r[channel] in verdicts])
+
+
+def _kv(rows: list[dict]) -> list[str]:
+    served = [r for r in rows if r[KV] != NOT_AVAILABLE]
     bad: dict[str, list[dict]] = defaultdict(list)
-    for c in cells:
-        if c["verdict"] != ISOLATED:
-            bad[c["verdict"]].append(c)
-    for verdict, rows in bad.items():
-        leaked = sum(c.get("leaked_tokens") or 0 for c in rows)
+    for r in served:
+        if r[KV] != ISOLATED:
+            bad[r[KV]].append(r)
+    out = []
+    for verdict, found in bad.items():
+        leaked = sum(r["leaked_tokens"] for r in found)
         tokens = f", {leaked:,} tokens beyond the salt rules" if leaked else ""
-        out.append(f"KV cache {verdict} on {_where([(c['path'], c['modality']) for c in rows])}"
-                   f"{tokens}.")
-    if cells and not bad:
+        what = ("A tenant reuses KV blocks cached under another salt" if verdict == LEAK
+                else f"KV cache {verdict}")
+        out.append(f"{what} on {_where([(r['path'], r['modality']) for r in found])}{tokens}.")
+    if served and not bad:
         out.append(f"KV cache isolated by salt on every path and modality probed "
-                   f"({len(cells)} cells).")
+                   f"({len(served)} cells).")
+    return out
+
+
+def _content(rows: list[dict]) -> list[str]:
+    substituted = _rows_with(rows, CONTENT, {SUBSTITUTED})
+    if substituted:
+        return ["Media content: a tenant that sends an item with another tenant's client uuid "
+                "is answered about the other tenant's item (served from the multimodal "
+                f"cache across salts) on {substituted}."]
+    if any(r[CONTENT] == ISOLATED for r in rows):
+        return ["Media content: no item was served in another's place across salts."]
+    return []
+
+
+def _timing(rows: list[dict]) -> list[str]:
+    exposed = [r for r in rows if r[TIMING] == EXPOSED]
+    if not exposed:
+        probed = [r for r in rows if r[TIMING] in (NOT_DETECTED, UNDERPOWERED)]
+        weak = [r for r in probed if r[TIMING] == UNDERPOWERED]
+        if not probed:
+            return []
+        return [f"Timing: no evidence that TTFT shows another tenant's media in {len(probed)} "
+                f"rows" + (f" ({len(weak)} too small to have seen a paired AUC of "
+                           f"{POWER_TARGET['target_auc']}: UNDERPOWERED)." if weak else ".")]
+    low, high = min(r["auc"] for r in exposed), max(r["auc"] for r in exposed)
+    aucs = f"{low:.2f}" if f"{low:.2f}" == f"{high:.2f}" else f"{low:.2f} to {high:.2f}"
+    guesses = [r["guess"] for r in exposed if r.get("guess")]
+    gain = ""
+    if guesses:
+        one = min(g["accuracy"]["1"][0] for g in guesses)
+        needed = [g["probes_for_target"] for g in guesses]
+        pairs = (f"at most {max(needed)} probe pairs reach 95% even at the interval's low end"
+                 if all(needed) else "some rows need more pairs than measured to reach 95%")
+        gain = f"; one probe pair guesses right {one:.0%} of the time or more, {pairs}"
+    return ["Timing: a tenant's TTFT shows whether another tenant recently sent the same "
+            f"media on {_where([(r['path'], r['modality']) for r in exposed])} (paired AUC "
+            f"{aucs}{gain})."]
+
+
+def isolation_findings(isolation: dict) -> list[str]:
+    """One sentence per channel of the tenant boundary (KV cache, media content, timing),
+    those the run's policy fails on marked FAILS."""
+    rows = [r for r in boundary_rows(isolation) if r["replica"] is None]
+    gated = policy(isolation)
+    out = []
+    for channel, sentences in ((KV, _kv(rows)), (CONTENT, _content(rows)),
+                               (TIMING, _timing(rows))):
+        failing = channel in gated and channel_worst(rows, channel) in FOUND
+        out += [f"FAILS: {s}" if failing else s for s in sentences]
     if not isolation.get("complete", True):
         out.append("The isolation experiment did not finish: cells not probed are not judged.")
-    substituted = [u["path"] for u in isolation.get("uuid_probe", [])
-                   if (u.get("steps", {}).get(UUID_CROSS_STEP, {}).get("mm_cache_hits") or 0) > 0]
-    if substituted:
-        out.append("Media caches: a different image sent under another salt with the same "
-                   f"client uuid was served from the multimodal cache on {', '.join(substituted)} "
-                   "(the other tenant's processed image).")
-    timed = [r for r in isolation.get("side_channel", []) if r.get("kind") == CROSS_TENANT]
-    seen = [r for r in timed if r.get("finding") == "distinguishable"]
-    if seen:
-        low, high = min(r["auc"] for r in seen), max(r["auc"] for r in seen)
-        aucs = f"{low:.2f}" if f"{low:.2f}" == f"{high:.2f}" else f"{low:.2f} to {high:.2f}"
-        out.append("Timing: TTFT shows whether another tenant recently sent the same media, "
-                   f"on {_where([(r['path'], r['modality']) for r in seen])} "
-                   f"(paired AUC {aucs}; 1 = slower in every pair when unseen).")
-    elif timed:
-        out.append(f"Timing: no evidence of a cross-tenant media channel in {len(timed)} rows "
-                   "(see the smallest AUC each could detect).")
     return out
 
 
@@ -86,4 +130,5 @@ def findings(results: dict, isolation: dict | None) -> list[str]:
     out = [f"FAILS: {p}." for p in problems(results)]
     if isolation is not None:
         out += isolation_findings(isolation)
-    return out + salt_cost(results)
+    out += salt_cost(results)
+    return sorted(out, key=lambda f: not f.startswith("FAILS: "))  # stable: failing first

@@ -64,7 +64,8 @@ def run_tables(run: Run) -> str:
     shown += [t for t in (tables.spread_table(run.results), tables.problem_table(run.results))
               if t.rows]
     if run.isolation:
-        shown += [tables.verdict_table(run.isolation), tables.side_channel_table(run.isolation),
+        shown += [tables.boundary_table(run.isolation), tables.verdict_table(run.isolation),
+                  tables.side_channel_table(run.isolation),
                   tables.uuid_table(run.isolation)]
     shown += replica_tables(run.results, run.isolation)
     return "\n".join([f"<h2>Tables: {escape(run.label)}</h2>", *map(table_html, shown)])

@@ -10,6 +10,7 @@ from bench.report.load import Run
 from bench.report.replica_tables import replica_tables
 from bench.report.tables import (
     Table,
+    boundary_table,
     failure_tables,
     judgement_line,
     pass_table,
@@ -44,7 +45,8 @@ def summary(runs: list[Run]) -> str:
         if run.results.get("spread"):
             parts.append(to_markdown(spread_table(run.results)))
         if run.isolation:
-            parts.append(to_markdown(verdict_table(run.isolation)))
+            parts += [to_markdown(boundary_table(run.isolation)),
+                      to_markdown(verdict_table(run.isolation))]
         parts += [f"#### {t.title}\n\n{to_markdown(t)}"
                   for t in replica_tables(run.results, run.isolation)]
     return "\n\n".join(parts) + "\n"

@@ -10,8 +10,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table as RichTable
 
+from bench.verdicts.boundary import boundary_rows, exit_code, policy
 from bench.verdicts.runs import failure_totals
-from bench.vocab import COMPARE_STYLE, JUDGEMENTS, VERDICT_STYLE
+from bench.vocab import CHANNELS, COMPARE_STYLE, JUDGEMENTS, VERDICT_STYLE
 
 AGREE = {True: "yes", False: "NO", None: "–"}
 #: Rich styles of the cells that need attention: verdicts, and a "NO" in an agreement column.
@@ -178,8 +179,9 @@ def verdict_table(iso: dict) -> Table:
     rows = [[c["path"] + (f" @{c['replica']}" if c.get("replica") else ""), c["modality"],
              c["verdict"], c.get("reason") or "", str(c.get("leaked_tokens") or 0),
              AGREE[c.get("counters", {}).get("agree")]] for c in iso["cells"]]
-    rows += [[u["path"], "image (uuid probe)", u.get("verdict") or "–", u.get("reason") or "",
-              fmt(u.get("leaked_tokens"), "d"), AGREE[None]] for u in iso.get("uuid_probe", [])]
+    rows += [[u["path"], f"{u.get('modality', 'image')} (uuid probe)", u.get("verdict") or "–",
+              u.get("reason") or "", fmt(u.get("leaked_tokens"), "d"), AGREE[None]]
+             for u in iso.get("uuid_probe", [])]
     return Table("Isolation verdicts", ["path", "modality", "verdict", "reason",
                                         "leaked tokens", "counters agree"], rows, keys=4)
 
@@ -209,11 +211,45 @@ def side_channel_table(iso: dict) -> Table:
 
 
 def uuid_table(iso: dict) -> Table:
-    rows = [[u["path"], u.get("finding") or "", str(u.get("same_salt_cached_tokens")),
+    rows = [[u["path"], u.get("modality", "image"), u.get("content") or "–",
+             u.get("finding") or "", str(u.get("same_salt_cached_tokens")),
              str(u.get("cross_salt_cached_tokens")), str(u.get("mm_cache_hits"))]
             for u in iso.get("uuid_probe", [])]
-    return Table("Media UUID probe", ["path", "finding", "same-salt cached tokens",
-                                      "cross-salt cached tokens", "mm cache hits"], rows, keys=2)
+    return Table("Media UUID probe", ["path", "modality", "media content", "finding",
+                                      "same-salt cached tokens", "cross-salt cached tokens",
+                                      "mm cache hits"], rows, keys=3)
+
+
+def _guess(row: dict) -> tuple[str, str]:
+    """(one probe pair's accuracy with its interval, pairs for 95%) of a timing row."""
+    guess = row.get("guess")
+    if not guess or guess.get("p_pair") is None:
+        return "–", "–"
+    point, low, high = guess["accuracy"]["1"]
+    needed = guess["probes_for_target"]
+    return (f"{rate(point)} [{rate(low)}–{rate(high)}]",
+            f"{needed} pairs" if needed else f"> {max(map(int, guess['accuracy']))} pairs")
+
+
+def boundary_table(iso: dict) -> Table:
+    """The tenant boundary: per path x modality a verdict per channel, the timing figures,
+    and what a guess from timing is worth; the policy's channels are marked."""
+    gated = policy(iso)
+    rows = []
+    for r in boundary_rows(iso):
+        accuracy, needed = _guess(r)
+        rows.append([r["path"] + (f" @{r['replica']}" if r["replica"] else ""), r["modality"],
+                     *(r[c] for c in CHANNELS),
+                     "–" if r.get("auc") is None else
+                     f"{rate(r['auc'])} [{rate(r['ci_low'])}–{rate(r['ci_high'])}]",
+                     rate(r.get("min_detectable_auc")), accuracy, needed])
+    return Table("Tenant boundary (policy: fails on "
+                 f"{', '.join(gated) or 'nothing'}; exit {exit_code(iso)})",
+                 ["path", "modality", *(f"{c}{' (gated)' if c in gated else ''}"
+                                        for c in CHANNELS),
+                  "timing paired AUC [95% CI]", "min detectable AUC",
+                  "guess from 1 probe pair [95% CI]", "pairs for 95% (CI low end)"],
+                 rows, keys=5)
 
 
 def to_rich(table: Table) -> RichTable:
@@ -248,6 +284,7 @@ def print_summary(results: dict, console: Console) -> None:
 
 
 def print_isolation(iso: dict, console: Console) -> None:
+    console.print(to_rich(boundary_table(iso)))
     console.print(to_rich(verdict_table(iso)))
     if iso.get("uuid_probe"):
         console.print(to_rich(uuid_table(iso)))

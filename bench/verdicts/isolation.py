@@ -1,23 +1,23 @@
-"""Isolation verdicts: per step, per path x modality cell, per uuid probe, and the exit
-code of a run.
+"""KV-cache and media-content verdicts: per step, per path x modality cell, per uuid probe.
 
 A step's second request must get the full hit (same salt, or no salt twice) or nothing
 (another salt); every first request is a first sighting and must get nothing.
 
 One precedence, :data:`bench.vocab.VERDICTS` (LEAK > ERROR > UNDER-HIT > ISOLATED), ranks
-the findings of a cell (:func:`ranked`) and the cells of a run (:func:`worst`), and the
-exit code is the worst verdict's (:data:`EXIT_CODES`): the same findings give the same
-code whether they are in one cell or several.
+the findings of a cell (:func:`ranked`) and the cells of a run (:func:`worst`); a run's
+exit code is :mod:`bench.verdicts.boundary`'s.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from bench.vocab import ERROR, FULL, ISOLATED, LEAK, NONE, UNDER_HIT, VERDICTS
+from bench.vocab import ERROR, FULL, ISOLATED, LEAK, NONE, SUBSTITUTED, UNDER_HIT, VERDICTS
 
-#: The exit code of a run whose worst verdict is this one.
-EXIT_CODES = {LEAK: 1, ERROR: 2, UNDER_HIT: 1, ISOLATED: 0}
+#: The uuid probe's steps: X under salt A; Y (another item, of another size) under X's uuid
+#: with salt B (another tenant) and with salt A; Y under salt A without a uuid (control).
+X_STEP, CROSS_SALT, SAME_SALT, CONTROL_STEP = (
+    "x-salt-a", "y-salt-b-same-uuid", "y-salt-a-same-uuid", "y-salt-a-no-uuid")
 
 
 def ranked(leaks: bool, errors: bool, under_hits: bool) -> str:
@@ -70,12 +70,29 @@ def uuid_verdict(steps: dict[str, dict], cross: str) -> tuple[str, int, str | No
     return result, leaked, reason if result != ISOLATED else None
 
 
-def exit_code(isolation: dict) -> int:
-    """The exit code of the worst verdict of every cell, routed cell and uuid probe
-    (:data:`EXIT_CODES`: 0 all isolated, 1 a leak or an under-hit, 2 an error). No judged
-    cell (none ran, or the server can serve none) counts as an ERROR."""
-    verdicts = [j["verdict"] for j in [*isolation["cells"], *isolation.get("routed", []),
-                                       *isolation.get("uuid_probe", [])]]
-    if worst(c["verdict"] for c in isolation["cells"]) is None:
-        verdicts.append(ERROR)
-    return EXIT_CODES[worst(verdicts) or ERROR]
+def content_verdict(steps: dict[str, dict]) -> tuple[str, list[str], str | None]:
+    """(verdict, evidence, reason) of the media content across salts in a uuid probe.
+
+    SUBSTITUTED when Y under another salt was given X's processed media: a multimodal-cache
+    hit on that request, or its prompt of X's size while Y alone has another size. Without
+    either, ISOLATED when the evidence could have shown (the cross step ran, and counters
+    or differing sizes were there to see it); else ERROR (fail closed).
+    """
+    x, cross, control = steps[X_STEP], steps[CROSS_SALT], steps[CONTROL_STEP]
+    evidence = []
+    if cross["ok"] and (cross.get("mm_cache_hits") or 0) > 0:
+        evidence.append(f"{cross['mm_cache_hits']:.0f} multimodal-cache hit(s)")
+    sizes_differ = x["ok"] and control["ok"] and x["prompt_tokens"] != control["prompt_tokens"]
+    if sizes_differ and cross["ok"] and cross["prompt_tokens"] == x["prompt_tokens"]:
+        evidence.append(f"a prompt of {cross['prompt_tokens']} tokens, the other item's size "
+                        f"(its own: {control['prompt_tokens']})")
+    if evidence:
+        return SUBSTITUTED, evidence, f"{CROSS_SALT}: " + "; ".join(evidence)
+    if not cross["ok"]:
+        return ERROR, [], f"{CROSS_SALT}: {cross['error']}"
+    if not sizes_differ and cross.get("mm_cache_hits") is None:
+        failed = [f"{name}: {s['error']}" for name, s in steps.items() if not s["ok"]]
+        return ERROR, [], "; ".join(failed) or (
+            "cannot tell: both items have one prompt size and the server reports no "
+            "multimodal-cache counters")
+    return ISOLATED, [], None

@@ -27,6 +27,11 @@ def test_demo_end_to_end(target: Target, tmp_path: Path) -> None:
     assert all(p["completed"] == 4 and p["failed"] == 0 for p in results["passes"])
     isolation = json.loads((out / "isolation.json").read_text())
     assert isolation["complete"] and {c["verdict"] for c in isolation["cells"]} == {"ISOLATED"}
+    # The demo shows the media caches crossing tenants and fails only on a KV leak.
+    assert isolation["metadata"]["isolation_options"]["fail_on"] == ["kv-cache"]
+    assert "SUBSTITUTED" in {r["media-content"] for r in isolation["boundary"]}
+    assert isolation["exit_code"] == 0 and "Tenant boundary" in stdout
+    assert "- Media content: a tenant that sends an item with another tenant's" in stdout
     assert (out / "records.jsonl").stat().st_size > 0
     html = (out / "index.html").read_text()
     assert "Isolation verdicts" in html and "<img" in html

@@ -28,6 +28,7 @@ def test_matrix_over_two_versions(tmp_path: Path) -> None:
     out = tmp_path / "matrix"
     with saltbench_process("matrix", "--engine", OLD, "--engine", NEW, "--spec", "smoke",
                            "--requests", "6", "--paths", "chat,generate-parts", "--samples", "0",
+                           "--fail-on", "kv-cache",
                            "--thresholds", str(gate), "--out", str(out)) as proc:
         stdout, stderr = proc.communicate(timeout=2400)
     assert proc.returncode == 0, stderr[-4000:]

@@ -310,7 +310,7 @@ def test_a_uuid_probe_leak_in_the_new_run_fails(tmp_path: Path) -> None:
                           "reason": "cross-salt: 544 cached tokens", "steps": {}}]
     (copy / ISOLATION_FILE).write_text(json.dumps(iso))
     doc = _judged("base", copy)
-    [row] = [r for r in doc["isolation"] if r["modality"] == "uuid probe"]
+    [row] = [r for r in doc["isolation"] if r["modality"] == "image uuid probe"]
     assert row["state"] == REGRESSED and doc["exit_code"] == 1
 
 

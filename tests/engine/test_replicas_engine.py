@@ -20,7 +20,7 @@ from bench.options import target_args
 from bench.outputs import RECORDS_FILE, new_run_id
 from bench.run.session import run_benchmark
 from bench.run.settings import RunOptions
-from bench.verdicts.isolation import exit_code
+from bench.verdicts.boundary import exit_code
 from bench.verdicts.runs import problems
 from bench.workload import open_workload
 
@@ -42,7 +42,7 @@ def _run(target: Target, out: Path, opts: RunOptions, spec: str, requests: int) 
 
 def _isolation(target: Target, out: Path, **kw) -> dict:
     opts = IsolationOptions(paths=["chat", "generate-parts"], modalities=["text", "image"],
-                            samples=0, uuid_probe=False, **kw)
+                            samples=0, uuid_probe=False, fail_on=("kv-cache",), **kw)
     return asyncio.run(run_isolation(target, opts, "test-replicas-0000", out / "isolation.json",
                                      {"target": target.metadata}))
 

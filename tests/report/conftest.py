@@ -22,7 +22,9 @@ def synthetic_isolation(run_id: str, metadata: dict) -> dict:
                    "steps": [{"name": "same-salt-repeat", "expected": 96, "cached": 96,
                               "prompt_tokens": 99, "ok": True}]}
                   for (p, m), (v, n) in verdicts.items()],
-        "uuid_probe": [{"path": "chat", "same_salt_cached_tokens": 96,
+        "uuid_probe": [{"path": "chat", "modality": "image", "verdict": "ISOLATED",
+                        "leaked_tokens": 0, "content": "SUBSTITUTED",
+                        "content_reason": "synthetic", "same_salt_cached_tokens": 96,
                         "cross_salt_cached_tokens": 0, "mm_cache_hits": 1,
                         "finding": "synthetic"}],
         "side_channel": [{"path": p, "modality": m, "kind": k, "auc": auc,

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 from bench.isolation.replicas import routed_verdict
-from bench.verdicts.isolation import exit_code, uuid_verdict, verdict
+from bench.verdicts.boundary import exit_code
+from bench.verdicts.isolation import uuid_verdict, verdict
 
 
 def step(name: str, rule: str, cached: int, expected: int = 0) -> dict:
     return {"name": name, "rule": rule, "cached": cached, "expected": expected}
+
+
+def cells(*verdicts: str) -> list[dict]:
+    """Cells on distinct paths (text), so that uuid probes never attach to them."""
+    return [{"path": f"p{i}", "modality": "text", "verdict": v} for i, v in enumerate(verdicts)]
 
 
 def test_verdicts() -> None:
@@ -30,7 +36,7 @@ def test_a_leak_outranks_an_error() -> None:
     assert (result, leaked) == ("LEAK", 48)
     assert reason == ("cross: 32 cached tokens; later: 16 cached tokens; "
                       "same/first: timeout; last: HTTP 500: x")
-    assert exit_code({"cells": [{"verdict": result}]}) == 1
+    assert exit_code({"cells": cells(result)}) == 1
     # An error outranks an under-hit.
     under_and_error = verdict([step("same", "full", 32, 96), {"name": "cross", "error": "t"}])
     assert under_and_error == ("ERROR", 0, "cross: t; same: 32/96 tokens")
@@ -50,20 +56,23 @@ def test_uuid_verdicts() -> None:
 
 
 def test_exit_codes() -> None:
-    def code(*cells: str, uuid: tuple[str, ...] = ()) -> int:
-        return exit_code({"cells": [{"verdict": v} for v in cells],
-                          "uuid_probe": [{"verdict": v} for v in uuid]})
+    def code(*verdicts: str, uuid: tuple[str, ...] = ()) -> int:
+        probes = [{"path": f"u{i}", "modality": "image", "verdict": v}
+                  for i, v in enumerate(uuid)]
+        probe_cells = [{"path": p["path"], "modality": "image", "verdict": "ISOLATED"}
+                       for p in probes]
+        return exit_code({"cells": cells(*verdicts) + probe_cells, "uuid_probe": probes})
 
     assert code("ISOLATED") == 0
     assert code("ISOLATED", "UNDER-HIT") == 1
     assert code("ERROR", "LEAK") == 1
     assert code("ERROR") == 2
     assert code() == 2
-    assert code("ISOLATED", uuid=("ISOLATED",)) == 0
+    assert code("ISOLATED", uuid=("ISOLATED",)) == 2  # its media content was not judged
     assert code("ISOLATED", uuid=("LEAK",)) == 1
     assert code("ISOLATED", uuid=("ERROR",)) == 2
     assert code("ERROR", uuid=("LEAK",)) == 1
-    assert exit_code({"cells": [{"verdict": "ISOLATED"}]}) == 0  # no uuid probe run
+    assert exit_code({"cells": cells("ISOLATED")}) == 0  # no uuid probe run
     assert code("n/a") == 2  # nothing the server can serve: nothing judged
     assert code("n/a", uuid=("LEAK",)) == 1
 
@@ -75,10 +84,8 @@ def test_one_precedence_within_a_cell_and_across_cells() -> None:
     one_cell = verdict([under, failed])[0]
     two_cells = [verdict([under])[0], verdict([failed])[0]]
     assert one_cell == "ERROR" and two_cells == ["UNDER-HIT", "ERROR"]
-    assert exit_code({"cells": [{"verdict": one_cell}]}) == 2
-    assert exit_code({"cells": [{"verdict": v} for v in two_cells]}) == 2
-    assert exit_code({"cells": [{"verdict": "UNDER-HIT"}], "uuid_probe": [{"verdict": "ERROR"}],
-                      "routed": []}) == 2
+    assert exit_code({"cells": cells(one_cell)}) == 2
+    assert exit_code({"cells": cells(*two_cells)}) == 2
     # Routed cells rank alike.
     routed = [{"step": "same-salt", "replica": "r0", "round": 0, "leak": False, "under": True,
                "cached": 0, "expected": 96}, {"step": "cross-salt", "error": "timeout"}]
