@@ -17,7 +17,6 @@ from bench.errors import BenchError
 from bench.paths import PATHS
 from bench.paths.media_urls import URL_MODES
 from bench.run.settings import RunOptions
-from bench.verdicts.boundary import parse_fail_on
 from bench.vocab import CHANNELS, SALT_MODES
 
 
@@ -175,10 +174,12 @@ def target_args(**overrides: object) -> argparse.Namespace:
 def add_fail_on_argument(parser: argparse.ArgumentParser, default: tuple[str, ...]) -> None:
     """``--fail-on``: the tenant-boundary channels whose finding fails the run."""
     def channels(text: str) -> tuple[str, ...]:
+        from bench.verdicts.boundary import parse_fail_on  # scipy: only when given
+
         try:
             return parse_fail_on(text)
         except BenchError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
+            raise argparse.ArgumentTypeError(str(exc).removeprefix("--fail-on: ")) from None
 
     parser.add_argument("--fail-on", type=channels, default=default, metavar="CHANNELS",
                         help=f"boundary channels whose finding fails the run: any of "
