@@ -24,7 +24,7 @@ COMMANDS = {
     "isolation": "Judge cache_salt isolation per path and modality (exit 1 on a leak)",
     "report": "Build charts, an HTML page and a Markdown summary from results",
     "compare": "Compare two runs with confidence intervals; gate CI (exit 1 on a regression)",
-    "ab": "A/B two engines on this machine, interleaved, with restarts; gate CI on a 10% "
+    "ab": "A/B two engines on this machine, interleaved, with restarts; gate CI on a 10%% "
           "regression",
     "matrix": "Run the same benchmark on several vLLM versions and compare them",
     "policies": "Compare vllm-router policies x salt modes on managed replicas",

@@ -128,3 +128,11 @@ def test_readme_is_a_front_page():
     first_screen = "\n".join(text.splitlines()[:50])
     assert "## Quick start" in first_screen
     assert "make demo" in first_screen and "make test" in first_screen
+
+
+@pytest.mark.parametrize("command", [None, *COMMANDS])
+def test_help_shows_each_command_as_written(command: str | None) -> None:
+    """argparse formats help with %: a bare '%' in a help text garbles the listing."""
+    text = " ".join(build_parser(command).format_help().split())
+    for name, help_text in COMMANDS.items():
+        assert " ".join(help_text.replace("%%", "%").split()) in text, name

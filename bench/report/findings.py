@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from bench.stats import POWER_TARGET
-from bench.verdicts.boundary import FOUND, boundary_rows, channel_worst, policy
+from bench.verdicts.boundary import FOUND, boundary_rows, channel_worst, per_cell, policy
 from bench.verdicts.runs import problems
 from bench.vocab import (
     CONTENT,
@@ -26,16 +26,18 @@ from bench.vocab import (
 )
 
 
-def _where(keys: list[tuple[str, str]]) -> str:
-    """``chat (image, audio), generate-parts (video)``."""
+def _where(rows: list[dict], channel: str) -> str:
+    """``chat (image, audio), generate-parts (video on r1)``: behind a router, the
+    replicas with a finding in ``channel`` are named."""
     by_path: dict[str, list[str]] = defaultdict(list)
-    for path, modality in keys:
-        by_path[path].append(modality)
+    for r in rows:
+        on = r.get("found_on", {}).get(channel)
+        by_path[r["path"]].append(r["modality"] + (f" on {', '.join(on)}" if on else ""))
     return ", ".join(f"{p} ({', '.join(m)})" for p, m in by_path.items())
 
 
 def _rows_with(rows: list[dict], channel: str, verdicts: set[str]) -> str:
-    return _where([(r["path"], r["modality"]) for r in rows if r[channel] in verdicts])
+    return _where([r for r in rows if r[channel] in verdicts], channel)
 
 
 def _kv(rows: list[dict]) -> list[str]:
@@ -50,7 +52,7 @@ def _kv(rows: list[dict]) -> list[str]:
         tokens = f", {leaked:,} tokens beyond the salt rules" if leaked else ""
         what = ("A tenant reuses KV blocks cached under another salt" if verdict == LEAK
                 else f"KV cache {verdict}")
-        out.append(f"{what} on {_where([(r['path'], r['modality']) for r in found])}{tokens}.")
+        out.append(f"{what} on {_where(found, KV)}{tokens}.")
     if served and not bad:
         out.append(f"KV cache isolated by salt on every path and modality probed "
                    f"({len(served)} cells).")
@@ -89,14 +91,14 @@ def _timing(rows: list[dict]) -> list[str]:
                  if all(needed) else "some rows need more pairs than measured to reach 95%")
         gain = f"; one probe pair guesses right {one:.0%} of the time or more, {pairs}"
     return ["Timing: a tenant's TTFT shows whether another tenant recently sent the same "
-            f"media on {_where([(r['path'], r['modality']) for r in exposed])} (paired AUC "
+            f"media on {_where(exposed, TIMING)} (paired AUC "
             f"{aucs}{gain})."]
 
 
 def isolation_findings(isolation: dict) -> list[str]:
     """One sentence per channel of the tenant boundary (KV cache, media content, timing),
     those the run's policy fails on marked FAILS."""
-    rows = [r for r in boundary_rows(isolation) if r["replica"] is None]
+    rows = per_cell(boundary_rows(isolation))
     gated = policy(isolation)
     out = []
     for channel, sentences in ((KV, _kv(rows)), (CONTENT, _content(rows)),

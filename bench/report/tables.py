@@ -173,13 +173,18 @@ def problem_table(results: dict) -> Table:
                  [c.replace("_", " ") for c in cols], rows, keys=6)
 
 
+def at(row: dict) -> str:
+    """A row's path, and its replica behind a router (``chat @r1``)."""
+    return row["path"] + (f" @{row['replica']}" if row.get("replica") else "")
+
+
 def verdict_table(iso: dict) -> Table:
     """One row per cell, then one per uuid probe (its salt verdict; its finding is in
     :func:`uuid_table`)."""
-    rows = [[c["path"] + (f" @{c['replica']}" if c.get("replica") else ""), c["modality"],
+    rows = [[at(c), c["modality"],
              c["verdict"], c.get("reason") or "", str(c.get("leaked_tokens") or 0),
              AGREE[c.get("counters", {}).get("agree")]] for c in iso["cells"]]
-    rows += [[u["path"], f"{u.get('modality', 'image')} (uuid probe)", u.get("verdict") or "–",
+    rows += [[at(u), f"{u.get('modality', 'image')} (uuid probe)", u.get("verdict") or "–",
               u.get("reason") or "", fmt(u.get("leaked_tokens"), "d"), AGREE[None]]
              for u in iso.get("uuid_probe", [])]
     return Table("Isolation verdicts", ["path", "modality", "verdict", "reason",
@@ -196,7 +201,7 @@ def side_channel_table(iso: dict) -> Table:
             return "none"
         return rate(s.get("min_detectable_auc"))
 
-    rows = [[s["path"], s["modality"], s["kind"], rate(s.get("auc")),
+    rows = [[at(s), s["modality"], s["kind"], rate(s.get("auc")),
              "–" if s.get("ci_low") is None else f"{rate(s['ci_low'])}–{rate(s['ci_high'])}",
              f"{s.get('n_a')}/{s.get('n_b')}",
              f"{ms(s.get('median_a_ms'))} / {ms(s.get('median_b_ms'))}",
@@ -211,7 +216,7 @@ def side_channel_table(iso: dict) -> Table:
 
 
 def uuid_table(iso: dict) -> Table:
-    rows = [[u["path"], u.get("modality", "image"), u.get("content") or "–",
+    rows = [[at(u), u.get("modality", "image"), u.get("content") or "–",
              u.get("finding") or "", str(u.get("same_salt_cached_tokens")),
              str(u.get("cross_salt_cached_tokens")), str(u.get("mm_cache_hits"))]
             for u in iso.get("uuid_probe", [])]
@@ -238,7 +243,7 @@ def boundary_table(iso: dict) -> Table:
     rows = []
     for r in boundary_rows(iso):
         accuracy, needed = _guess(r)
-        rows.append([r["path"] + (f" @{r['replica']}" if r["replica"] else ""), r["modality"],
+        rows.append([at(r), r["modality"],
                      *(r[c] for c in CHANNELS),
                      "–" if r.get("auc") is None else
                      f"{rate(r['auc'])} [{rate(r['ci_low'])}–{rate(r['ci_high'])}]",

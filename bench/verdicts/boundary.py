@@ -93,16 +93,16 @@ def _content(probe: dict) -> str:
 def boundary_rows(isolation: dict) -> list[dict]:
     """One row per isolation cell: its verdict per channel and the timing figures."""
     options = isolation.get("metadata", {}).get("isolation_options", {})
-    probes = {(u["path"], u.get("modality", "image")): u
+    probes = {(u["path"], u.get("modality", "image"), u.get("replica")): u
               for u in isolation.get("uuid_probe", [])}
-    timed = {(r["path"], r["modality"]): r for r in isolation.get("side_channel", [])
-             if r.get("kind") == CROSS_TENANT}
+    timed = {(r["path"], r["modality"], r.get("replica")): r
+             for r in isolation.get("side_channel", []) if r.get("kind") == CROSS_TENANT}
     uuid_paths = set(options.get("uuid_paths", [u["path"] for u in probes.values()]))
     rows = []
     for cell in isolation.get("cells", []):
-        key, replica = (cell["path"], cell["modality"]), cell.get("replica")
-        served = cell["verdict"] != NOT_AVAILABLE
-        media = served and cell["modality"] != "text" and replica is None
+        replica = cell.get("replica")
+        key = (cell["path"], cell["modality"], replica)
+        media = cell["verdict"] != NOT_AVAILABLE and cell["modality"] != "text"
         probe, timing = (probes.get(key), timed.get(key)) if media else (None, None)
         kv = worst([cell["verdict"], *([probe["verdict"]] if probe else [])])
         content = (_content(probe) if probe else
@@ -116,6 +116,25 @@ def boundary_rows(isolation: dict) -> list[dict]:
                         ("auc", "ci_low", "ci_high", "min_detectable_auc", "p_adjusted",
                          "guess")}})
     return rows
+
+
+def per_cell(rows: list[dict]) -> list[dict]:
+    """The rows of one path x modality (one per replica behind a router) as one: per
+    channel the worst verdict, with the figures of the replica whose timing is worst,
+    leaked tokens summed, and per channel the replicas with a finding (``found_on``)."""
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for row in rows:
+        groups.setdefault((row["path"], row["modality"]), []).append(row)
+    out = []
+    for group in groups.values():
+        verdicts = {c: channel_worst(group, c) or NOT_AVAILABLE for c in CHANNELS}
+        shown = max(group, key=lambda r: (r[TIMING] == verdicts[TIMING], r.get("auc") or 0))
+        out.append({**shown, **verdicts, "replica": None,
+                    "leaked_tokens": sum(r["leaked_tokens"] for r in group),
+                    "found_on": {c: [r["replica"] for r in group
+                                     if r["replica"] is not None and r[c] in FOUND]
+                                 for c in CHANNELS}})
+    return out
 
 
 def channel_worst(rows: list[dict], channel: str) -> str | None:

