@@ -20,5 +20,7 @@ engine: $(VENV)/.installed
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 
-test: lint engine
+# The engines the tests need are provisioned in the background while the tests without the
+# engine run (tests/conftest.py).
+test: lint
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)

@@ -21,7 +21,9 @@ OTHER_TOOLS = {"--benchmark-autosave", "--benchmark-compare", "--benchmark-compa
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^```.*?^```", re.S | re.M)
 SPAN = re.compile(r"`([^`]+)`")  # inline code may wrap across lines
-FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]*)")
+FLAG = re.compile(r"(?<![\w=-])(--[a-z][a-z0-9-]*)")
+#: A vLLM flag given as an option's value: ``--serve-arg=--mm-processor-cache-gb=0``.
+VALUE_FLAG = re.compile(r"(?<==)(--[a-z][a-z0-9-]*)")
 
 
 def _slug(heading: str) -> str:
@@ -103,9 +105,12 @@ def test_commands_and_flags_exist(doc: Path):
             named.add(flag)
             if flag not in _flags(command):
                 wrong.append(f"`{command}` has no {flag}")
+        wrong += [f"{flag} (a value in `{shlex.join(words)}`) is no vLLM flag"
+                  for flag in VALUE_FLAG.findall(" ".join(words[1:]))
+                  if flag not in _known_flags()]
     every = set().union(*(_flags(c) for c in COMMANDS))
     for span in SPAN.findall(text):
-        for flag in FLAG.findall(span):
+        for flag in FLAG.findall(span) + VALUE_FLAG.findall(span):
             if flag not in every | named | _known_flags() | OTHER_TOOLS:
                 wrong.append(f"{flag} (in `{span}`) is no flag of saltbench, its plugin or vLLM")
     assert not wrong, f"{doc.name}: " + "; ".join(sorted(set(wrong)))
@@ -116,6 +121,10 @@ def test_the_check_sees_a_wrong_flag_and_a_broken_link(tmp_path: Path):
     assert "--no-such-flag" not in _flags("run") | _known_flags()
     assert {"--saltbench-gate", "--itl-ms", "--enable-scale-out"} <= _known_flags()
     assert _invocations("`run --no-such-flag`") == [["run", "--no-such-flag"]]
+    words = " ".join(_invocations("`ab --new-serve-arg=--no-such-vllm-flag=1`")[0][1:])
+    assert FLAG.findall(words) == ["--new-serve-arg"]
+    assert VALUE_FLAG.findall(words) == ["--no-such-vllm-flag"]
+    assert "--mm-processor-cache-gb" in _known_flags()
     assert _slug("Exit codes") == "exit-codes"
     assert _slug("Same-build noise and the gate's thresholds") == (
         "same-build-noise-and-the-gates-thresholds")

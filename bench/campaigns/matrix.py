@@ -23,9 +23,11 @@ from bench.outputs import MATRIX_FILE, MATRIX_KIND, MATRIX_MD, new_run_id
 from bench.report.compare_report import compare_and_report
 from bench.run.session import run_benchmark
 from bench.run.settings import RunOptions
+from bench.verdicts.boundary import boundary_rows, per_cell
 from bench.verdicts.boundary import exit_code as isolation_exit
 from bench.verdicts.runs import problems
 from bench.vocab import (
+    CHANNELS,
     EXIT_CANNOT_JUDGE,
     EXIT_FOUND,
     EXIT_OK,
@@ -65,6 +67,8 @@ def _one_engine(args: argparse.Namespace, spec: EngineSpec, workload: Workload,
                 isolation = isolate(target, iso, out, run_id, console)
                 entry["isolation"] = {f"{c['path']}/{c['modality']}": c["verdict"]
                                       for c in isolation["cells"]}
+                entry["boundary"] = {f"{r['path']}/{r['modality']}": {c: r[c] for c in CHANNELS}
+                                     for r in per_cell(boundary_rows(isolation))}
                 entry["isolation_exit"] = isolation_exit(isolation)
     except BenchError as exc:
         entry.update(status="n/a", error=str(exc))

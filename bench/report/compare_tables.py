@@ -6,7 +6,7 @@ from __future__ import annotations
 from bench.compare.pair import format_change
 from bench.registry import METRICS, POINTS
 from bench.report.tables import Table, fmt
-from bench.vocab import IMPROVED, INCONCLUSIVE, NO_CHANGE, NOT_AVAILABLE, REGRESSED
+from bench.vocab import CHANNELS, IMPROVED, INCONCLUSIVE, KV, NO_CHANGE, NOT_AVAILABLE, REGRESSED
 
 
 def value(row: dict, key: str) -> str:
@@ -106,14 +106,29 @@ def matrix_engine_table(doc: dict) -> Table:
                              "paths n/a", "problems"], rows)
 
 
+def _verdict(engine: dict, cell: str, channel: str) -> str:
+    """An engine's verdict of one channel of one cell (a matrix written before the boundary
+    existed has the KV verdict only)."""
+    boundary = engine.get("boundary")
+    if boundary is not None:
+        return boundary.get(cell, {}).get(channel, NOT_AVAILABLE)
+    return (engine.get("isolation") or {}).get(cell, NOT_AVAILABLE) if channel == KV \
+        else NOT_AVAILABLE
+
+
 def matrix_isolation_table(doc: dict) -> Table:
-    """Isolation verdict per path/modality (rows) and engine (columns)."""
-    cells = list(dict.fromkeys(c for e in doc["engines"] for c in e.get("isolation") or {}))
-    rows = [[*cell.split("/", 1), *((e.get("isolation") or {}).get(cell, NOT_AVAILABLE)
-                                    for e in doc["engines"])] for cell in cells]
-    return Table("Isolation verdict per engine", ["path", "modality",
-                                                  *(e["engine"] for e in doc["engines"])],
-                 rows, keys=2)
+    """The tenant boundary per path/modality and channel (rows) and engine (columns); rows
+    no engine can carry (n/a everywhere) are left out."""
+    engines = doc["engines"]
+    cells = list(dict.fromkeys(c for e in engines for c in e.get("isolation") or {}))
+    rows = []
+    for cell in cells:
+        for channel in CHANNELS:
+            verdicts = [_verdict(e, cell, channel) for e in engines]
+            if channel == KV or set(verdicts) != {NOT_AVAILABLE}:
+                rows.append([*cell.split("/", 1), channel, *verdicts])
+    return Table("Isolation verdict per engine (the tenant boundary, a row per channel)",
+                 ["path", "modality", "channel", *(e["engine"] for e in engines)], rows, keys=3)
 
 
 def matrix_comparison_table(doc: dict) -> Table:

@@ -104,7 +104,7 @@ def boundary_rows(isolation: dict) -> list[dict]:
         key = (cell["path"], cell["modality"], replica)
         media = cell["verdict"] != NOT_AVAILABLE and cell["modality"] != "text"
         probe, timing = (probes.get(key), timed.get(key)) if media else (None, None)
-        kv = worst([cell["verdict"], *([probe["verdict"]] if probe else [])])
+        kv = worst([cell["verdict"], *([probe["verdict"]] if probe else [])]) or NOT_AVAILABLE
         content = (_content(probe) if probe else
                    NOT_PROBED if media and cell["path"] in uuid_paths else NOT_AVAILABLE)
         leaked = (cell.get("leaked_tokens") or 0) + ((probe or {}).get("leaked_tokens") or 0)

