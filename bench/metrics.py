@@ -5,15 +5,19 @@ Definitions and key names follow ``calculate_metrics`` and ``process_one_metric`
 statistics; TPOT of a request is ``(e2el - ttft) / (output_tokens - 1)`` when it has more
 than one output token; ITL pools every gap of every request; ``std`` is numpy's
 population deviation; percentiles are ``numpy.percentile`` (linear). Where vLLM reports
-0 for an empty list this module reports ``None``.
+0 for an empty list this module reports ``None``. With service-level objectives
+(:mod:`bench.goodput`) it also counts good requests: ``request_goodput`` and
+``slo_attainment``.
 """
 
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
+
+from bench.goodput import is_good
 
 PERCENTILES = (50, 90, 99)
 
@@ -23,10 +27,13 @@ LATENCIES = ("ttft", "tpot", "ttft_incl_preprocess", "itl", "itl_token", "e2el")
 
 class Metrics:
     """:func:`aggregate` fed one record at a time: counts, sums and the latencies that
-    percentiles need (as arrays of floats), never the records themselves."""
+    percentiles need (as arrays of floats), never the records themselves; good requests by
+    ``slos`` (:mod:`bench.goodput`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, slos: Mapping[str, float] | None = None) -> None:
+        self.slos = dict(slos or {})
         self.completed = self.failed = self.input_tokens = self.output_tokens = 0
+        self.good = 0
         self.latencies = {name: array("d") for name in LATENCIES}
         #: Sums for the cache hits; None once a record lacks the value.
         self.prompt: int | None = 0
@@ -41,6 +48,7 @@ class Metrics:
             self.failed += 1
             return
         self.completed += 1
+        self.good += is_good(r, self.slos) if self.slos else 0
         n = int(r.get("output_tokens") or 0)
         self.output_tokens += n
         self.input_tokens += int(r.get("prompt_tokens") or 0)
@@ -73,6 +81,7 @@ class Metrics:
             "request_throughput": _per_second(self.completed, duration_s),
             "output_throughput": _per_second(out_tokens, duration_s),
             "total_token_throughput": _per_second(in_tokens + out_tokens, duration_s),
+            **self._goodput(duration_s),
         }
         for name, values in self.latencies.items():
             result.update(_summary(name, values))
@@ -90,13 +99,23 @@ class Metrics:
         return result
 
 
+    def _goodput(self, duration_s: float) -> dict:
+        """Good requests, per second and as a share of those sent (None without objectives)."""
+        if not self.slos:
+            return dict.fromkeys(("good_requests", "request_goodput", "slo_attainment"))
+        return {"good_requests": self.good,
+                "request_goodput": _per_second(self.good, duration_s),
+                "slo_attainment": _ratio(self.good, self.completed + self.failed)}
+
+
 def _plus(total: int | None, value: int | None) -> int | None:
     return None if total is None or value is None else total + int(value)
 
 
-def aggregate(records: Iterable[dict], duration_s: float) -> dict:
+def aggregate(records: Iterable[dict], duration_s: float,
+              slos: Mapping[str, float] | None = None) -> dict:
     """Metrics of ``records`` (see the module docstring) over a run of ``duration_s``."""
-    metrics = Metrics()
+    metrics = Metrics(slos)
     for r in records:
         metrics.add(r)
     return metrics.result(duration_s)
@@ -133,12 +152,12 @@ class GroupMetrics:
     """:class:`Metrics` per group of records (by the tuple of their ``keys`` values,
     missing: ``None``), in first-seen order, fed one record at a time."""
 
-    def __init__(self, keys: tuple[str, ...]) -> None:
-        self.keys = keys
+    def __init__(self, keys: tuple[str, ...], slos: Mapping[str, float] | None = None) -> None:
+        self.keys, self.slos = keys, slos
         self.groups: dict[tuple, Metrics] = {}
 
     def add(self, r: dict) -> None:
-        self.groups.setdefault(tuple(r.get(k) for k in self.keys), Metrics()).add(r)
+        self.groups.setdefault(tuple(r.get(k) for k in self.keys), Metrics(self.slos)).add(r)
 
     def rows(self, duration_s: float) -> list[dict]:
         """One row per group: the ``keys`` fields, then its metrics. Throughputs use the

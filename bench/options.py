@@ -14,6 +14,7 @@ from bench.engine.model import PRESETS
 from bench.engine.router import DEFAULT_POLICY, POLICIES
 from bench.engine.spec import engine_spec_arg
 from bench.errors import BenchError
+from bench.goodput import parse_slos
 from bench.paths import PATHS
 from bench.paths.media_urls import URL_MODES
 from bench.run.settings import RunOptions
@@ -87,6 +88,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--allow-unjudged", action="store_true",
                    help="do not fail the run on requests the cache model cannot judge "
                         "exactly (no layout, or a source in flight: e.g. under concurrency)")
+    g.add_argument("--goodput", nargs="+", metavar="KEY:MS",
+                   help="service-level objectives for goodput, as `vllm bench serve` takes "
+                        "them: ttft, tpot and e2el in ms (e.g. --goodput ttft:500 tpot:50)")
     g.add_argument("--out", type=Path, help="output directory (default: reports/<run-id>)")
 
 
@@ -101,7 +105,8 @@ def options_from(args: argparse.Namespace) -> RunOptions:
         connect_timeout_s=args.connect_timeout, first_byte_timeout_s=args.first_byte_timeout,
         deadline_s=args.deadline, workers=args.workers,
         media_url=args.media_url, audio_part=args.audio_part,
-        allow_unjudged=args.allow_unjudged)
+        allow_unjudged=args.allow_unjudged,
+        goodput=parse_slos(args.goodput) if getattr(args, "goodput", None) else None)
 
 
 def add_target_arguments(parser: argparse.ArgumentParser, *, engines: bool = False,

@@ -59,8 +59,8 @@ class PassTally:
     """One pass's measured records, fed one at a time: metrics, failures by kind, and
     TTFT of prefix-cache hits (cached tokens > 0) and of misses."""
 
-    def __init__(self) -> None:
-        self.metrics = Metrics()
+    def __init__(self, slos: dict[str, float] | None = None) -> None:
+        self.metrics = Metrics(slos)
         self.failures: dict[str, int] = {}
         self.examples: dict[str, str | None] = {}
         self.ttft = {"hit": array("d"), "miss": array("d")}
@@ -131,13 +131,14 @@ def build_results(run_id: str, metadata: dict, passes: list[PassInfo], records: 
     judgements = Judgements(block_size, (target.get("cache_config") or {}).get("num_gpu_blocks"))
     oracle = OracleAgreement(bool(metadata.get("options", {}).get("prime")), block_size)
     prompt_tokens = PromptTokens()
+    slos = metadata.get("options", {}).get("goodput")
     infos = {p.index: p for p in passes}
     summaries, groups, replica_rows = [], [], []
     for index in sorted(infos.keys() | set(records.indices())):
         shapes = layouts_by_request(layouts.read(index))
         judged = judgements.judge([to_sent(r, shapes.get(r["request_id"]))
                                    for r in records.read(index) if judged_phase(r)])
-        tally, by_group, routed = PassTally(), GroupMetrics(GROUP_KEYS), []
+        tally, by_group, routed = PassTally(slos), GroupMetrics(GROUP_KEYS, slos), []
         for r in records.read(index):
             if judged_phase(r):
                 judgements.annotate(r, judged)

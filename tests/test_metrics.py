@@ -78,3 +78,27 @@ def test_group_by_and_group_metrics():
     ]
     assert rows[0]["mean_tpot_ms"] == 5.0 and rows[1]["mean_tpot_ms"] is None
     assert rows[0]["request_throughput"] == 0.5
+
+
+def test_goodput_counts_requests_within_every_objective():
+    # A: ttft 10, tpot 5, e2el 20; B: ttft 30, one token (tpot 0), e2el 30; C: ttft 5, tpot 2.5
+    m = aggregate(RECORDS, 2.0, {"ttft": 10.0, "tpot": 5.0})  # A and C (limits inclusive)
+    assert m["good_requests"] == 2
+    assert m["request_goodput"] == 2 / 2.0
+    assert m["slo_attainment"] == 2 / 4  # the failed request missed its objectives
+    assert aggregate(RECORDS, 2.0, {"tpot": 0.0})["good_requests"] == 1  # B: one token
+    assert aggregate(RECORDS, 2.0, {"e2el": 19.9})["good_requests"] == 1  # C only
+
+
+def test_no_objectives_no_goodput():
+    m = aggregate(RECORDS, 2.0)
+    assert m["good_requests"] is m["request_goodput"] is m["slo_attainment"] is None
+
+
+def test_goodput_per_group():
+    grouped = GroupMetrics(("mode",), {"ttft": 10.0})
+    for r in RECORDS:
+        grouped.add(r)
+    by_mode = {row["mode"]: row for row in grouped.rows(2.0)}
+    assert (by_mode["img"]["good_requests"], by_mode["img"]["slo_attainment"]) == (1, 1 / 3)
+    assert (by_mode["audio"]["good_requests"], by_mode["audio"]["request_goodput"]) == (1, 0.5)

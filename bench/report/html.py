@@ -60,7 +60,8 @@ def run_header(run: Run) -> str:
 
 def run_tables(run: Run) -> str:
     shown = [tables.pass_table(run.results), *tables.failure_tables(run.results),
-             tables.group_table(run.results), tables.judgement_table(run.results)]
+             tables.group_table(run.results), *tables.goodput_tables(run.results),
+             tables.judgement_table(run.results)]
     shown += [t for t in (tables.spread_table(run.results), tables.problem_table(run.results))
               if t.rows]
     if run.isolation:

@@ -12,6 +12,7 @@ from bench.report.tables import (
     Table,
     boundary_table,
     failure_tables,
+    goodput_tables,
     judgement_line,
     pass_table,
     spread_table,
@@ -40,7 +41,8 @@ def summary(runs: list[Run]) -> str:
         parts += [f"### {run.label}",
                   "\n".join(f"- {f}" for f in findings(run.results, run.isolation)),
                   meta_line(run), to_markdown(pass_table(run.results)),
-                  *(f"#### {t.title}\n\n{to_markdown(t)}" for t in failure_tables(run.results)),
+                  *(f"#### {t.title}\n\n{to_markdown(t)}"
+                    for t in [*failure_tables(run.results), *goodput_tables(run.results)]),
                   judgement_line(run.results)]
         if run.results.get("spread"):
             parts.append(to_markdown(spread_table(run.results)))

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table as RichTable
 
+from bench.goodput import describe
 from bench.verdicts.boundary import boundary_rows, exit_code, policy
 from bench.verdicts.runs import failure_totals
 from bench.vocab import CHANNELS, COMPARE_STYLE, JUDGEMENTS, VERDICT_STYLE
@@ -101,6 +102,22 @@ def failure_tables(results: dict) -> list[Table]:
                            ["failure", "requests", "example error"],
                            [[kind, str(n), examples.get(kind, "–")] for kind, n in totals.items()],
                            text=1)]
+
+
+def goodput_tables(results: dict) -> list[Table]:
+    """Per path, modality and salt mode: requests within the run's service-level objectives
+    (``--goodput``), as a share of those sent and per second; none without objectives."""
+    slos = results["metadata"].get("options", {}).get("goodput")
+    if not slos:
+        return []
+    rows = [[g["path"], g["modality"], g["salt_mode"],
+             f"{g.get('good_requests')}/{g['completed'] + g['failed']}",
+             fmt(g.get("slo_attainment"), ".1%"), tput(g.get("request_goodput")),
+             tput(g.get("request_throughput"))] for g in results["groups"]]
+    return [with_repetition(results["groups"], Table(
+        f"Goodput (objectives: {describe(slos)}; per second: the group's share)",
+        ["path", "modality", "salt mode", "good/sent", "SLO attainment", "goodput req/s",
+         "req/s"], rows, keys=3))]
 
 
 def group_table(results: dict) -> Table:
@@ -276,7 +293,7 @@ def report_console() -> Console:
 
 def print_summary(results: dict, console: Console) -> None:
     console.print(to_rich(pass_table(results)))
-    for table in failure_tables(results):
+    for table in [*failure_tables(results), *goodput_tables(results)]:
         console.print(to_rich(table))
     if results.get("spread"):
         console.print(to_rich(spread_table(results)))

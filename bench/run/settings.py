@@ -33,5 +33,7 @@ class RunOptions:
     #: Requests the cache model cannot judge exactly do not fail the run
     #: (bench.verdicts.runs.unjudged_problem).
     allow_unjudged: bool = False
+    #: Service-level objectives in ms by name (bench.goodput); None: no goodput.
+    goodput: dict[str, float] | None = None
     #: Test-only: paths whose builder drops the salt (proves that a leak is caught).
     drop_salt_on: tuple[str, ...] = ()

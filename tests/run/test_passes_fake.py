@@ -79,3 +79,21 @@ def test_pass_order_alternates_between_repetitions() -> None:
     assert pass_order(paths, ["none", "salted"], 1) == [
         ("b", "salted"), ("b", "none"), ("a", "salted"), ("a", "none")]
     assert pass_order(paths, ["none"], 2) == pass_order(paths, ["none"], 0)
+
+
+def test_goodput_objectives_reach_results_and_reports(fake_server, workload,
+                                                      tmp_path: Path) -> None:
+    from bench.report.load import load_run
+    from bench.report.markdown import summary
+
+    results = _run(fake_server, workload, tmp_path / "run", salt_modes=["salted"],
+                   goodput={"ttft": 60000.0})
+    assert results["metadata"]["options"]["goodput"] == {"ttft": 60000.0}
+    (group,) = results["groups"]
+    assert (group["good_requests"], group["slo_attainment"]) == (5, 1.0)
+    assert group["request_goodput"] == pytest.approx(group["request_throughput"])
+    strict = _run(fake_server, workload, tmp_path / "strict", salt_modes=["salted"],
+                  goodput={"ttft": 0.0})
+    assert strict["passes"][0]["good_requests"] == 0
+    text = summary([load_run(tmp_path / "run")])
+    assert "Goodput (objectives: ttft <= 60000 ms" in text and "| 5/5 | 100.0% |" in text

@@ -26,11 +26,10 @@ import subprocess
 from pathlib import Path
 
 import aiohttp
-import pytest
 
 from bench.client.connections import streaming
 from bench.client.stream import StreamResult, post_stream
-from bench.engine.provision import MARKER, env_dir
+from bench.engine.provision import provision
 from bench.engine.spec import default_engine_spec
 from bench.paths import PATHS
 from bench.paths.base import PathContext, carries_tokens, is_token_event
@@ -53,11 +52,9 @@ CASES = {
 
 
 def engine_python() -> Path:
-    env = env_dir(default_engine_spec())
-    if not (env / MARKER).exists() or not (env / "bin" / "python").exists():
-        pytest.skip(f"no provisioned engine environment at {env} (`make engine` provisions it): "
-                    "vLLM's benchmark client runs only there")
-    return env / "bin" / "python"
+    """The engine environment's interpreter (vLLM's benchmark client runs only there),
+    provisioned first if needed (an engine test: the background provisioning's)."""
+    return provision(default_engine_spec()).python
 
 
 def messages(media_id: str | None) -> list[dict]:
