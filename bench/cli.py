@@ -30,6 +30,8 @@ COMMANDS = {
     "policies": "Compare vllm-router policies x salt modes on managed replicas",
     "mitigations": "Which server settings and client uuid modes close each tenant-boundary "
                    "channel, and at what TTFT cost",
+    "capacity": "What salting costs in capacity: the highest load within an SLO per path "
+                "and salt mode",
     "clientbench": "Measure saltbench's client against its peers on a zero-work server",
 }
 

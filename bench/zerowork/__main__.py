@@ -28,9 +28,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--output-tokens", type=_at_least(int, 1),
                         help="tokens per reply (default: each request's max_tokens)")
     parser.add_argument("--max-model-len", type=_at_least(int, 1), default=8192)
+    parser.add_argument("--prefill-ms", type=_at_least(float, 0), default=0.0,
+                        help="time a request holds a slot before its first token (default: 0)")
+    parser.add_argument("--slots", type=_at_least(int, 1), default=1,
+                        help="requests in prefill at once (default: 1)")
     args = parser.parse_args(argv)
     serve(Settings(model=args.model, block_size=args.block_size, itl_ms=args.itl_ms,
-                   output_tokens=args.output_tokens, max_model_len=args.max_model_len),
+                   output_tokens=args.output_tokens, max_model_len=args.max_model_len,
+                   prefill_ms=args.prefill_ms, slots=args.slots),
           host=args.host, port=args.port)
 
 

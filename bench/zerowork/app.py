@@ -57,6 +57,10 @@ class Settings:
     model: str = DEFAULT_MODEL
     block_size: int = 32
     itl_ms: float = 0.0  # delay between token chunks after the first
+    #: Time a request holds one of ``slots`` before its first token: a server of known
+    #: capacity (``slots * 1000 / prefill_ms`` requests/s), for the capacity search's tests.
+    prefill_ms: float = 0.0
+    slots: int = 1
     output_tokens: int | None = None  # None: each request's max_tokens
     max_model_len: int = 8192
 
@@ -106,6 +110,7 @@ class ZeroWork:
         self.counters = Counters()
         self.media_seen: set[str] = set()
         self.model_json = json.dumps(settings.model)
+        self.slots = asyncio.Semaphore(settings.slots)
 
     def app(self) -> web.Application:
         app = web.Application(middlewares=[_vllm_errors], client_max_size=1 << 30)
@@ -196,6 +201,9 @@ class ZeroWork:
                       n_out: int, usage: Usage | None) -> web.StreamResponse:
         """Write the stream: the opening and first token at once, each later token after
         ``itl_ms`` (all in one write when it is 0), then usage and ``[DONE]``."""
+        if self.settings.prefill_ms:
+            async with self.slots:
+                await asyncio.sleep(self.settings.prefill_ms / 1e3)
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream; charset=utf-8"})
         await response.prepare(request)
         middle, last = stream.token(False), stream.token(True)

@@ -24,11 +24,13 @@ class ZeroWorkServer:
 
     def __init__(self, *, block_size: int = 32, itl_ms: float = 0.0,
                  output_tokens: int | None = None, start_timeout_s: float = 30.0,
-                 grace_s: float = 5.0, port: int | None = None) -> None:
+                 grace_s: float = 5.0, port: int | None = None, prefill_ms: float = 0.0,
+                 slots: int = 1) -> None:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.command = [sys.executable, "-m", "bench.zerowork", "--port", str(self.port),
-                        "--block-size", str(block_size), "--itl-ms", str(itl_ms)]
+                        "--block-size", str(block_size), "--itl-ms", str(itl_ms),
+                        "--prefill-ms", str(prefill_ms), "--slots", str(slots)]
         if output_tokens is not None:
             self.command += ["--output-tokens", str(output_tokens)]
         self.start_timeout_s, self.grace_s = start_timeout_s, grace_s

@@ -1,0 +1,68 @@
+"""What salting costs in capacity: per path and salt mode, the highest request rate whose
+SLO attainment meets a target (:mod:`bench.capacity.search` over
+:mod:`bench.capacity.probe` runs), and per path the capacity salting costs.
+
+The cost of salting on a path is ``1 - salted / unsalted`` capacity. Its interval comes from
+the two capacity brackets, ``[1 - salted.high / none.low, 1 - salted.low / none.high]``: an
+end is None where a bracket lacks the end it needs. ``capacity.json`` is rewritten after
+every search, so an interrupted campaign leaves what it found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, replace
+from pathlib import Path
+
+from rich.console import Console
+
+from bench import SCHEMA_VERSION
+from bench.capacity.probe import Prober
+from bench.capacity.search import CONVERGED, SearchSettings, search
+from bench.docio import write_json
+from bench.engine.target import Target
+from bench.goodput import describe
+from bench.run.settings import RunOptions
+from bench.vocab import SALT_MODES
+
+CAPACITY_FILE, CAPACITY_KIND = "capacity.json", "saltbench-capacity"
+#: How every probe starts, said in the document.
+CACHE_STATE = ("each probe a run of its own (no prefix shared with another probe) of a "
+               "workload of its own seed; prefix hits only within the probe")
+
+
+def salting_cost(none: dict, salted: dict) -> dict:
+    """The share of capacity that salting costs on one path, with its interval."""
+    def ratio(a: float | None, b: float | None) -> float | None:
+        return 1 - a / b if a is not None and b else None
+
+    return {"low": ratio(salted["high"], none["low"]), "high": ratio(salted["low"], none["high"]),
+            "point": ratio(salted["low"], none["low"])}
+
+
+def run_capacity(target: Target, spec: str, opts: RunOptions, settings: SearchSettings,
+                 out: Path, run_id: str, console: Console,
+                 done: Callable[[dict], None] = lambda row: None) -> dict:
+    """Search every path x salt mode of ``opts``; return (and write) ``capacity.json``."""
+    doc: dict = {"schema_version": SCHEMA_VERSION, "kind": CAPACITY_KIND, "id": run_id,
+                 "spec": spec, "objectives": opts.goodput, "slo": describe(opts.goodput or {}),
+                 "settings": asdict(settings), "cache_state": CACHE_STATE,
+                 "target": {k: target.metadata.get(k) for k in ("vllm_version", "model",
+                                                                  "engine", "managed")},
+                 "rows": [], "costs": [], "complete": False}
+    for path in opts.paths:
+        for mode in [m for m in SALT_MODES if m in opts.salt_modes]:
+            one = replace(opts, paths=[path], salt_modes=[mode])
+            measure = Prober(target, spec, one, out / f"{path}-{mode}", f"capacity-{path}-{mode}",
+                             console)
+            row = {"path": path, "salt_mode": mode,
+                   **search(measure, settings).to_dict(), "probe_log": measure.log}
+            doc["rows"].append(row)
+            write_json(out / CAPACITY_FILE, doc)
+            done(row)
+        by_mode = {r["salt_mode"]: r for r in doc["rows"] if r["path"] == path}
+        if len(by_mode) == len(SALT_MODES):
+            doc["costs"].append({"path": path, **salting_cost(*(by_mode[m] for m in SALT_MODES))})
+    doc["complete"] = all(r["stopped"] == CONVERGED for r in doc["rows"])
+    write_json(out / CAPACITY_FILE, doc)
+    return doc
