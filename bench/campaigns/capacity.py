@@ -42,8 +42,9 @@ def salting_cost(none: dict, salted: dict) -> dict:
 
 def run_capacity(target: Target, spec: str, opts: RunOptions, settings: SearchSettings,
                  out: Path, run_id: str, console: Console,
-                 done: Callable[[dict], None] = lambda row: None) -> dict:
-    """Search every path x salt mode of ``opts``; return (and write) ``capacity.json``."""
+                 done: Callable[[dict], None] = lambda row: None, seed: int = 0) -> dict:
+    """Search every path x salt mode of ``opts`` (probe k's workload seed: ``seed`` + k);
+    return (and write) ``capacity.json``, complete when every search decided both ends."""
     doc: dict = {"schema_version": SCHEMA_VERSION, "kind": CAPACITY_KIND, "id": run_id,
                  "spec": spec, "objectives": opts.goodput, "slo": describe(opts.goodput or {}),
                  "settings": asdict(settings), "cache_state": CACHE_STATE,
@@ -54,7 +55,7 @@ def run_capacity(target: Target, spec: str, opts: RunOptions, settings: SearchSe
         for mode in [m for m in SALT_MODES if m in opts.salt_modes]:
             one = replace(opts, paths=[path], salt_modes=[mode])
             measure = Prober(target, spec, one, out / f"{path}-{mode}", f"capacity-{path}-{mode}",
-                             console)
+                             console, seed)
             row = {"path": path, "salt_mode": mode,
                    **search(measure, settings).to_dict(), "probe_log": measure.log}
             doc["rows"].append(row)
@@ -63,6 +64,7 @@ def run_capacity(target: Target, spec: str, opts: RunOptions, settings: SearchSe
         by_mode = {r["salt_mode"]: r for r in doc["rows"] if r["path"] == path}
         if len(by_mode) == len(SALT_MODES):
             doc["costs"].append({"path": path, **salting_cost(*(by_mode[m] for m in SALT_MODES))})
-    doc["complete"] = all(r["stopped"] == CONVERGED for r in doc["rows"])
+    doc["complete"] = all(r["stopped"] == CONVERGED and r["low"] is not None
+                          and r["high"] is not None for r in doc["rows"])
     write_json(out / CAPACITY_FILE, doc)
     return doc

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from bench.capacity.search import CONVERGED, SearchSettings, requests_to_show
+from bench.capacity.search import SearchSettings, requests_to_show
 from bench.errors import EXIT_OK, BenchError
 from bench.goodput import parse_slos
 from bench.options import add_target_arguments, csv_choices, number
@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         doc = run_capacity(target, args.spec, opts, settings, out, run_id, console,
                            lambda row: console.print(
                                f"{row['path']} {row['salt_mode']}: [{row['low']}, "
-                               f"{row['high']}) req/s ({row['stopped']})"))
+                               f"{row['high']}) req/s ({row['stopped']})"), args.seed)
     stdout = report_console()
     stdout.print(to_rich(capacity_table(doc)))
     for line in cost_lines(doc):
@@ -92,5 +92,4 @@ def run(args: argparse.Namespace) -> int:
     write_text(out / "capacity.md", capacity_markdown(doc))
     capacity_chart(doc, out)
     console.print(f"capacity: {out / CAPACITY_FILE}")
-    return EXIT_OK if all(r["stopped"] == CONVERGED for r in doc["rows"]) and all(
-        r["low"] is not None and r["high"] is not None for r in doc["rows"]) else EXIT_CANNOT_JUDGE
+    return EXIT_OK if doc["complete"] else EXIT_CANNOT_JUDGE
