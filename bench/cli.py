@@ -27,6 +27,8 @@ COMMANDS = {
     "ab": "A/B two engines on this machine, interleaved, with restarts; gate CI on a 10%% "
           "regression",
     "matrix": "Run the same benchmark on several vLLM versions and compare them",
+    "trends": "Many runs as series with change points and a dashboard; exit 1 when the "
+              "newest run lies after a regression",
     "policies": "Compare vllm-router policies x salt modes on managed replicas",
     "mitigations": "Which server settings and client uuid modes close each tenant-boundary "
                    "channel, and at what TTFT cost",

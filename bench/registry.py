@@ -31,8 +31,9 @@ class Metric:
     #: Per-request column(s) and how they reduce (RATIO: sum(first) / sum(second)).
     columns: tuple[str, ...] = ()
     reducer: str | None = None
-    #: Default gate: the tolerated change in the bad direction (a fraction, or points).
-    threshold: float = 0.10
+    #: Default gate: the tolerated change in the bad direction (a fraction, or points);
+    #: None: reported, gated only where the user sets a threshold.
+    threshold: float | None = 0.10
     #: Default gate of an A/B (paired, interleaved: much less noise); None: reported only.
     ab_threshold: float | None = None
 
@@ -73,6 +74,10 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("output_throughput", "output throughput", "tok/s", HIGHER, threshold=0.40),
     Metric("hit_rate", "prefix-cache hit rate", "%", HIGHER, POINTS,
            ("cached_tokens", "prompt_tokens"), RATIO, 2.0, 2.0),
+    # with service-level objectives only (--goodput; bench.goodput): per pass, a failed
+    # request a miss; reported, gated where a threshold is set
+    Metric("request_goodput", "request goodput", "req/s", HIGHER, threshold=None),
+    Metric("slo_attainment", "SLO attainment", "%", HIGHER, POINTS, threshold=None),
     # summed over passes
     Metric("leaked_tokens", "leaked tokens", "tokens", ZERO, threshold=0.0, ab_threshold=0.0),
 )}

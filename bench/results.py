@@ -28,7 +28,7 @@ Schema (``schema_version`` = :data:`bench.SCHEMA_VERSION`)::
 from __future__ import annotations
 
 from array import array
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path
 
 import numpy as np
@@ -38,7 +38,7 @@ from bench.docio import read_document, write_json
 from bench.measured import counters
 from bench.measured.records import PassInfo, PassLines, Record
 from bench.metrics import GroupMetrics, Metrics, group_by
-from bench.outputs import RESULTS_KIND
+from bench.outputs import LAYOUTS_FILE, RECORDS_FILE, RESULTS_FILE, RESULTS_KIND
 from bench.registry import METRICS
 from bench.verdicts.replicas import replica_pass, replica_section
 from bench.verdicts.requests import (
@@ -176,3 +176,18 @@ def write_results(path: Path, results: dict) -> None:
 
 def read_results(path: Path) -> dict:
     return read_document(path, RESULTS_KIND, SCHEMA_VERSION)
+
+
+def rebuild_results(directory: Path, metadata: dict | None = None) -> dict:
+    """A run's ``results.json`` built again, with the current code, from its own records and
+    layouts (``metadata`` in place of the stored one, e.g. with objectives); written and
+    returned."""
+    stored = read_results(directory / RESULTS_FILE)
+    names = {f.name for f in fields(PassInfo)}
+    passes = [PassInfo(**{k: v for k, v in p.items() if k in names}) for p in stored["passes"]]
+    results = build_results(stored["run_id"], metadata or stored["metadata"], passes,
+                            PassLines(directory / RECORDS_FILE),
+                            PassLines(directory / LAYOUTS_FILE), stored["interrupted"],
+                            stored["unavailable"], stored.get("stopped"))
+    write_results(directory / RESULTS_FILE, results)
+    return results

@@ -4,8 +4,9 @@ SLO attainment meets a target (:mod:`bench.capacity.search` over
 
 The cost of salting on a path is ``1 - salted / unsalted`` capacity. Its interval comes from
 the two capacity brackets, ``[1 - salted.high / none.low, 1 - salted.low / none.high]``: an
-end is None where a bracket lacks the end it needs. ``capacity.json`` is rewritten after
-every search, so an interrupted campaign leaves what it found.
+end is None where a bracket lacks the end it needs. A path's salt modes are searched
+together, probe by probe, so that the server's drift does not favour either. ``capacity.json``
+is rewritten after every path, so an interrupted campaign leaves what it found.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from rich.console import Console
 
 from bench import SCHEMA_VERSION
 from bench.capacity.probe import Prober
-from bench.capacity.search import CONVERGED, SearchSettings, search
+from bench.capacity.search import CONVERGED, SearchSettings, search_interleaved
 from bench.docio import write_json
 from bench.engine.target import Target
 from bench.goodput import describe
@@ -43,26 +44,30 @@ def salting_cost(none: dict, salted: dict) -> dict:
 def run_capacity(target: Target, spec: str, opts: RunOptions, settings: SearchSettings,
                  out: Path, run_id: str, console: Console,
                  done: Callable[[dict], None] = lambda row: None, seed: int = 0) -> dict:
-    """Search every path x salt mode of ``opts`` (probe k's workload seed: ``seed`` + k);
-    return (and write) ``capacity.json``, complete when every search decided both ends."""
+    """Search every path x salt mode of ``opts`` (probe k's workload seed: ``seed`` + k),
+    a path's salt modes interleaved probe by probe on the one server
+    (:func:`bench.capacity.search.search_interleaved`); return (and write)
+    ``capacity.json`` (after every path), complete when every search decided both ends."""
     doc: dict = {"schema_version": SCHEMA_VERSION, "kind": CAPACITY_KIND, "id": run_id,
                  "spec": spec, "objectives": opts.goodput, "slo": describe(opts.goodput or {}),
                  "settings": asdict(settings), "cache_state": CACHE_STATE,
                  "target": {k: target.metadata.get(k) for k in ("vllm_version", "model",
                                                                   "engine", "managed")},
                  "rows": [], "costs": [], "complete": False}
+    modes = [m for m in SALT_MODES if m in opts.salt_modes]
     for path in opts.paths:
-        for mode in [m for m in SALT_MODES if m in opts.salt_modes]:
-            one = replace(opts, paths=[path], salt_modes=[mode])
-            measure = Prober(target, spec, one, out / f"{path}-{mode}", f"capacity-{path}-{mode}",
-                             console, seed)
-            row = {"path": path, "salt_mode": mode,
-                   **search(measure, settings).to_dict(), "probe_log": measure.log}
+        probers = {mode: Prober(target, spec, replace(opts, paths=[path], salt_modes=[mode]),
+                                out / f"{path}-{mode}", f"capacity-{path}-{mode}", console,
+                                seed) for mode in modes}
+        found = search_interleaved(probers, settings, seed)
+        for mode in modes:
+            row = {"path": path, "salt_mode": mode, **found[mode].to_dict(),
+                   "probe_log": probers[mode].log}
             doc["rows"].append(row)
-            write_json(out / CAPACITY_FILE, doc)
             done(row)
-        by_mode = {r["salt_mode"]: r for r in doc["rows"] if r["path"] == path}
-        if len(by_mode) == len(SALT_MODES):
+        write_json(out / CAPACITY_FILE, doc)
+        if len(modes) == len(SALT_MODES):
+            by_mode = {r["salt_mode"]: r for r in doc["rows"] if r["path"] == path}
             doc["costs"].append({"path": path, **salting_cost(*(by_mode[m] for m in SALT_MODES))})
     doc["complete"] = all(r["stopped"] == CONVERGED and r["low"] is not None
                           and r["high"] is not None for r in doc["rows"])

@@ -18,6 +18,7 @@ confidence. An end it could not decide is None, with the requests a load would n
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
@@ -139,20 +140,43 @@ def _next_rate(cap: Capacity) -> float | str:
     return CONVERGED
 
 
+def step(cap: Capacity, measure: Callable[[float, int], tuple[int, int]]) -> bool:
+    """Probe ``cap``'s next load with ``measure(rate, requests) -> (sent, good)``; False
+    (and why, in ``cap.stopped``) when the search has ended."""
+    s = cap.settings
+    rate = _next_rate(cap) if cap.probes else float(s.start)
+    if isinstance(rate, str):
+        cap.stopped = rate
+        return False
+    if len(cap.probes) >= s.max_probes:
+        cap.stopped = MAX_PROBES
+        return False
+    sent, good = measure(rate, s.requests)
+    cap.probes.append((rate, sent, good))
+    load = cap.loads.setdefault(rate, Load(rate))
+    load.sent += sent
+    load.good += good
+    return True
+
+
 def search(measure: Callable[[float, int], tuple[int, int]],
            settings: SearchSettings) -> Capacity:
     """Search with ``measure(rate, requests) -> (sent, good)``; see the module docstring."""
     cap = Capacity(settings)
-    rate: float | str = float(settings.start)
-    while isinstance(rate, float):
-        if len(cap.probes) >= settings.max_probes:
-            cap.stopped = MAX_PROBES
-            return cap
-        sent, good = measure(rate, settings.requests)
-        cap.probes.append((rate, sent, good))
-        load = cap.loads.setdefault(rate, Load(rate))
-        load.sent += sent
-        load.good += good
-        rate = _next_rate(cap)
-    cap.stopped = rate
+    while step(cap, measure):
+        pass
     return cap
+
+
+def search_interleaved(measures: dict[str, Callable[[float, int], tuple[int, int]]],
+                       settings: SearchSettings, seed: int = 0) -> dict[str, Capacity]:
+    """Several searches on one server in rounds: each round every unfinished search probes
+    once, in an order drawn per round, so that the server's drift (warming up, other load)
+    weighs on all of them alike rather than on whichever ran first."""
+    caps = {name: Capacity(settings) for name in measures}
+    rng = random.Random(seed)
+    active = list(measures)
+    while active:
+        rng.shuffle(active)
+        active = [name for name in active if step(caps[name], measures[name])]
+    return caps

@@ -67,7 +67,13 @@ def run(args: argparse.Namespace) -> int:
     from bench.campaigns.capacity import CAPACITY_FILE, run_capacity
     from bench.docio import write_text
     from bench.engine.open import open_target
-    from bench.report.capacity import capacity_chart, capacity_markdown, capacity_table, cost_lines
+    from bench.report.capacity import (
+        capacity_chart,
+        capacity_markdown,
+        capacity_table,
+        cost_lines,
+        loads_table,
+    )
     from bench.report.tables import report_console, to_rich
 
     if args.attainment > 1:
@@ -87,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
                                f"{row['high']}) req/s ({row['stopped']})"), args.seed)
     stdout = report_console()
     stdout.print(to_rich(capacity_table(doc)))
+    stdout.print(to_rich(loads_table(doc)))
     for line in cost_lines(doc):
         stdout.print(line)
     write_text(out / "capacity.md", capacity_markdown(doc))

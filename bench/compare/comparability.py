@@ -13,7 +13,7 @@ FIELDS = (
     "machine.cpu", "machine.cpu_count",
     "options.rate", "options.burstiness", "options.max_concurrency", "options.warmup",
     "options.prime", "options.timeout_s", "options.media_url", "options.audio_part",
-    "options.seed",
+    "options.seed", "options.goodput",
 )
 #: Flags whose value names this machine or this process, not how the engine behaves.
 _LOCAL_FLAGS = ("--port", "--host", "--allowed-local-media-path")

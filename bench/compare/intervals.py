@@ -143,6 +143,12 @@ def _side(metric: Metric, group: Group, min_requests: int) -> _Side:
     return _Side(y, means, max(float(means.var(ddof=1)), within * ids.size / y.size))
 
 
+def start_values(metric: Metric, group: Group, min_requests: int = 1) -> np.ndarray:
+    """The group's value per server start on the interval's scale (its repetitions'
+    mean)."""
+    return _side(metric, group, min_requests).means
+
+
 def _value(metric: Metric, side: _Side) -> float | None:
     """The side's value: geometric mean over starts (relative metrics) or mean (rates)."""
     if not side.means.size:

@@ -27,7 +27,7 @@ from bench.compare.samples import Side, paired
 from bench.compare.thresholds import REPORT, Thresholds
 from bench.compare.unpaired import unpaired_rows
 from bench.outputs import COMPARE_KIND
-from bench.registry import POINTS
+from bench.registry import METRICS, POINTS
 from bench.verdicts.runs import problems
 from bench.vocab import (
     CONTENT,
@@ -169,7 +169,10 @@ def compare_runs(base: Side, new: Side, thresholds: Thresholds,
     """The comparison document (``kind`` saltbench-compare) with its exit code."""
     settings = thresholds.settings
     ab = paired(base, new)
-    rows = ab_rows(base, new, thresholds) if ab else unpaired_rows(base, new, thresholds)
+    # a metric neither side has (goodput without objectives) gets no rows
+    metrics = [m for m in METRICS.values() if base.measured(m) or new.measured(m)]
+    rows = (ab_rows(base, new, thresholds, metrics) if ab
+            else unpaired_rows(base, new, thresholds, metrics))
     isolation = [*_isolation(base, new, settings.isolation),
                  *_content(base, new, settings.isolation == "must-hold"
                            and CONTENT in settings.isolation_fail_on)]

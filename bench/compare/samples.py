@@ -20,6 +20,7 @@ from bench.docio import read_document
 from bench.errors import BenchError
 from bench.measured.records import Record, read_records
 from bench.outputs import ISOLATION_FILE, ISOLATION_KIND, RECORDS_FILE, RESULTS_FILE
+from bench.registry import Metric
 from bench.results import GROUP_KEYS, read_results
 from bench.verdicts.isolation import worst
 from bench.vocab import CHANNEL_VERDICTS, CONTENT, MEASURE
@@ -85,6 +86,12 @@ class Side:
                 pooled.starts += [start] * len(g.rows)
                 pooled.units += [(start, block, row.get("repetition", 0)) for row in g.rows]
         return cls(where or runs[0].dir, runs, groups)
+
+    def measured(self, metric: Metric) -> bool:
+        """Whether the side has ``metric`` at all: per-request metrics always; a per-pass
+        one where a row has it (goodput: only runs with objectives)."""
+        return metric.per_request or any(row.get(metric.name) is not None
+                                         for g in self.groups.values() for row in g.rows)
 
     @property
     def ab_id(self) -> str | None:

@@ -13,6 +13,8 @@ about how many starts would settle it). Leaked tokens must stay 0.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from bench.compare.intervals import (
     MAX_STARTS,
     MIN_STARTS,
@@ -135,11 +137,13 @@ def judge(metric: Metric, est: Estimate, threshold: float | None, settings: Sett
     return INCONCLUSIVE, _underpowered(metric, est, limit, settings)
 
 
-def unpaired_rows(base: Side, new: Side, thresholds: Thresholds) -> list[dict]:
+def unpaired_rows(base: Side, new: Side, thresholds: Thresholds,
+                  metrics: Iterable[Metric] = METRICS.values()) -> list[dict]:
     rows = []
     settings = thresholds.settings
+    metrics = list(metrics)
     for key in [k for k in base.groups if k in new.groups]:
-        for metric in METRICS.values():
+        for metric in metrics:
             threshold = thresholds.threshold(metric.name, key)
             est = estimate(metric, base.groups[key], new.groups[key], level=settings.confidence,
                            min_requests=settings.min_requests)

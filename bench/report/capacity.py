@@ -1,5 +1,5 @@
 """What salting costs in capacity as tables (console, Markdown) and a chart: SLO attainment
-against load per path, with and without salt."""
+and the prefix-cache hit rate against load per path, with and without salt."""
 
 from __future__ import annotations
 
@@ -29,6 +29,33 @@ def capacity_table(doc: dict) -> Table:
                   "requests", "hit rate (highest)"], rows, keys=2, text=1)
 
 
+def load_points(row: dict) -> list[dict]:
+    """A search's loads in rate order, each with its probes' mean prefix-cache hit rate and
+    median TTFT (None where no probe had one)."""
+    def mean(values: list) -> float | None:
+        values = [v for v in values if v is not None]
+        return sum(values) / len(values) if values else None
+
+    out = []
+    for load in sorted(row["loads"], key=lambda x: x["rate"]):
+        probes = [p for p in row["probe_log"] if p["rate"] == load["rate"]]
+        out.append({**load, "hit_rate": mean([p["hit_rate"] for p in probes]),
+                    "median_ttft_ms": mean([p["median_ttft_ms"] for p in probes])})
+    return out
+
+
+def loads_table(doc: dict) -> Table:
+    """Every load probed: its attainment with interval and state, hit rate and TTFT."""
+    rows = [[r["path"], r["salt_mode"], f"{x['rate']:.3g}", str(x["sent"]),
+             f"{x['attainment']:.3f} [{x['interval'][0]:.3f}, {x['interval'][1]:.3f}]",
+             fmt(x["hit_rate"], ".3f"), fmt(x["median_ttft_ms"], ".1f"), x["state"]]
+            for r in doc["rows"] for x in load_points(r)]
+    return Table("Every load probed: SLO attainment (95% Wilson interval), the prefix-cache "
+                 "hit rate and median TTFT (mean over its probes)",
+                 ["path", "salt mode", "req/s", "requests", "SLO attainment",
+                  "hit rate", "median TTFT ms", "state"], rows, keys=2, text=1)
+
+
 def cost_lines(doc: dict) -> list[str]:
     """One sentence per path: what salting costs in capacity, with its interval."""
     lines = []
@@ -46,19 +73,21 @@ def capacity_markdown(doc: dict) -> str:
     return "\n\n".join([f"# What salting costs in capacity ({doc['spec']})",
                         "\n".join(f"- {line}" for line in cost_lines(doc)),
                         to_markdown(capacity_table(doc)),
+                        to_markdown(loads_table(doc)),
                         f"Cache state: {doc['cache_state']}."]) + "\n"
 
 
 def capacity_chart(doc: dict, out_dir: Path) -> list[Path]:
-    """A panel per path: SLO attainment (with its interval) against request rate, one series
-    per salt mode, the target as a line and each capacity bracket shaded."""
+    """A column per path: SLO attainment (with its interval) against request rate, one series
+    per salt mode, the target as a line and each capacity bracket shaded; below it the
+    prefix-cache hit rate at each load."""
     paths = list(dict.fromkeys(r["path"] for r in doc["rows"]))
-    fig, axes = plt.subplots(1, len(paths), figsize=(6.0 * len(paths), 4.5), squeeze=False,
-                             layout="constrained")
+    fig, axes = plt.subplots(2, len(paths), figsize=(6.0 * len(paths), 7.0), squeeze=False,
+                             sharex="col", height_ratios=[3, 1.4], layout="constrained")
     target = doc["settings"]["target"]
-    for ax, path in zip(axes.flat, paths):
+    for ax, hits, path in zip(axes[0], axes[1], paths):
         for i, row in enumerate(r for r in doc["rows"] if r["path"] == path):
-            loads = row["loads"]
+            loads = load_points(row)
             style = series_style(i)
             rates = [x["rate"] for x in loads]
             values = [x["attainment"] for x in loads]
@@ -66,6 +95,8 @@ def capacity_chart(doc: dict, out_dir: Path) -> list[Path]:
                       [max(x["interval"][1] - v, 0.0) for v, x in zip(values, loads)]]
             ax.errorbar(rates, values, yerr=errors, marker="o", capsize=3, color=style["color"],
                         label=f"{row['salt_mode']}: {_bracket(row)} req/s")
+            hits.plot(rates, [x["hit_rate"] for x in loads], marker=style["marker"],
+                      linestyle=style["linestyle"], color=style["color"], label=row["salt_mode"])
             if row["low"] is not None and row["high"] is not None:
                 ax.axvspan(row["low"], row["high"], color=style["color"], alpha=0.15)
         ax.axhline(target, color=PALETTE[-1], linestyle="--", linewidth=1)
@@ -73,7 +104,9 @@ def capacity_chart(doc: dict, out_dir: Path) -> list[Path]:
         for axis in (ax.xaxis.set_major_formatter, ax.xaxis.set_minor_formatter):
             axis(FormatStrFormatter("%g"))
         ax.set_title(path)
-        ax.set_xlabel("request rate, req/s")
+        hits.set_xlabel("request rate, req/s")
+        hits.set_ylabel("prefix-cache hit rate")
+        hits.set_ylim(-0.02, 1.02)
         ax.set_ylabel(f"SLO attainment ({doc['slo']})")
         ax.set_ylim(-0.02, 1.02)
         ax.legend(title="salt mode: capacity", fontsize=8)

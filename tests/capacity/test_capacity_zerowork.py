@@ -15,7 +15,7 @@ from bench.campaigns.capacity import CAPACITY_FILE, run_capacity
 from bench.capacity.search import CONVERGED, SearchSettings
 from bench.engine.open import open_target
 from bench.options import target_args
-from bench.report.capacity import capacity_chart, capacity_markdown
+from bench.report.capacity import capacity_chart, capacity_markdown, load_points
 from bench.results import read_results
 from bench.run.settings import RunOptions
 from bench.zerowork import ZeroWorkServer
@@ -45,4 +45,9 @@ def test_the_search_finds_a_servers_known_capacity(tmp_path: Path) -> None:
     assert cost["low"] <= 0.0 <= cost["high"]  # the same server: no cost to be told
     text = capacity_markdown(doc)
     assert "Salting costs" in text and "| chat | none |" in text
+    for row in doc["rows"]:  # the capacity row, then one row per load with its hit rate
+        assert text.count(f"| chat | {row['salt_mode']} |") == 1 + len(row["loads"])
+    assert [x["rate"] for x in load_points(doc["rows"][0])] == sorted(
+        x["rate"] for x in doc["rows"][0]["loads"])
+    assert all(x["hit_rate"] == 0.0 for x in load_points(doc["rows"][0]))  # nothing repeats
     assert all(p.stat().st_size for p in capacity_chart(doc, tmp_path))

@@ -16,6 +16,7 @@ from bench.compare.pair import compare_runs
 from bench.compare.samples import load_side
 from bench.compare.thresholds import Settings, Thresholds
 from bench.outputs import COMPARE_FILE, COMPARE_KIND, COMPARE_MD, ISOLATION_FILE, RECORDS_FILE, RESULTS_FILE
+from bench.results import rebuild_results
 from bench.vocab import (
     ERROR,
     INCONCLUSIVE,
@@ -368,3 +369,40 @@ def test_the_worst_isolation_verdict_of_a_set_is_judged(tmp_path: Path) -> None:
     assert cells["chat", "image"]["state"] == INCONCLUSIVE
     assert cells["chat", "audio"]["state"] == NO_CHANGE
     assert doc["exit_code"] == 1 and doc["summary"]["isolation lost"] == 1
+
+
+def _with_objectives(tmp_path: Path, run: str, slos: dict[str, float] | None) -> Path:
+    """A copy of fixture ``run`` as if run with ``--goodput``: its results rebuilt from its
+    own records under ``slos`` (real requests counted against them)."""
+    copy = tmp_path / f"{run}-{'-'.join(f'{k}{v:g}' for k, v in (slos or {}).items())}"
+    shutil.copytree(FIXTURES / run, copy)
+    metadata = json.loads((copy / RESULTS_FILE).read_text())["metadata"]
+    rebuild_results(copy, {**metadata, "options": {**metadata["options"], "goodput": slos}})
+    return copy
+
+
+def test_goodput_is_compared_only_where_both_runs_have_the_same_objectives(
+        tmp_path: Path, capsys) -> None:
+    """Without objectives no goodput row appears (no n/a rows); with the same objectives
+    request goodput and SLO attainment are compared per group, reported (no default
+    threshold) and gated where a threshold is set; runs under different objectives are
+    refused, naming options.goodput."""
+    plain = _judged("base", "same")
+    assert not {"request_goodput", "slo_attainment"} & {r["metric"] for r in plain["rows"]}
+
+    slos = {"ttft": 60.0}
+    base, same = (_with_objectives(tmp_path, run, slos) for run in ("base", "same"))
+    doc = compare_runs(load_side(base), load_side(same), Thresholds(), {})
+    attained = [r for r in doc["rows"] if r["metric"] == "slo_attainment"]
+    assert attained and {r["metric"] for r in doc["rows"]} >= {"request_goodput"}
+    assert all(r["gated"] is False for r in attained)
+    assert any(0 < r["base"] < 1 for r in attained), [r["base"] for r in attained]
+
+    gated = Thresholds()
+    gated.metrics["slo_attainment"] = 5.0
+    doc = compare_runs(load_side(base), load_side(same), gated, {})
+    assert all(r["gated"] for r in doc["rows"] if r["metric"] == "slo_attainment")
+
+    other = _with_objectives(tmp_path, "same", {"ttft": 120.0})
+    code = main(["compare", str(base), str(other), "--out", str(tmp_path / "refused")])
+    assert code == 2 and "options.goodput" in capsys.readouterr().err
