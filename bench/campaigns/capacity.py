@@ -28,8 +28,9 @@ from bench.vocab import SALT_MODES
 
 CAPACITY_FILE, CAPACITY_KIND = "capacity.json", "saltbench-capacity"
 #: How every probe starts, said in the document.
-CACHE_STATE = ("each probe a run of its own (no prefix shared with another probe) of a "
-               "workload of its own seed; prefix hits only within the probe")
+CACHE_STATE = ("every probe the same workload, a run of its own (no prefix shared with "
+               "another probe), after the server's prefix, multimodal and encoder caches "
+               "were reset; hits only within the probe")
 
 
 def salting_cost(none: dict, salted: dict) -> dict:
@@ -44,7 +45,7 @@ def salting_cost(none: dict, salted: dict) -> dict:
 def run_capacity(target: Target, spec: str, opts: RunOptions, settings: SearchSettings,
                  out: Path, run_id: str, console: Console,
                  done: Callable[[dict], None] = lambda row: None, seed: int = 0) -> dict:
-    """Search every path x salt mode of ``opts`` (probe k's workload seed: ``seed`` + k),
+    """Search every path x salt mode of ``opts`` (every probe the workload of ``seed``),
     a path's salt modes interleaved probe by probe on the one server
     (:func:`bench.capacity.search.search_interleaved`); return (and write)
     ``capacity.json`` (after every path), complete when every search decided both ends."""

@@ -29,7 +29,7 @@ DEFAULTS = SearchSettings(target=0.95)
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--spec", default="image", help="workload spec (name in datasets/ or path)")
     parser.add_argument("--seed", type=int, default=0,
-                        help="the first probe's workload seed; probe k uses seed + k")
+                        help="the workload's seed (every probe sends the same workload)")
     parser.add_argument("--paths", type=csv_choices(list(PATHS)),
                         default=["chat", "generate-parts"])
     parser.add_argument("--salt-modes", type=csv_choices(SALT_MODES), default=list(SALT_MODES))
@@ -68,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
     from bench.docio import write_text
     from bench.engine.open import open_target
     from bench.report.capacity import (
+        CAVEAT,
         capacity_chart,
         capacity_markdown,
         capacity_table,
@@ -96,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
     stdout.print(to_rich(loads_table(doc)))
     for line in cost_lines(doc):
         stdout.print(line)
+    stdout.print(CAVEAT, style="dim")
     write_text(out / "capacity.md", capacity_markdown(doc))
     capacity_chart(doc, out)
     console.print(f"capacity: {out / CAPACITY_FILE}")

@@ -11,6 +11,10 @@ from bench.report.markdown import to_markdown
 from bench.report.style import PALETTE, plt, save, series_style  # plt: Agg backend set
 from bench.report.tables import Table, fmt
 
+#: What the intervals leave out, said with every result (docs/capacity.md).
+CAVEAT = ("The intervals treat a probe's requests as independent; under queueing misses come "
+          "in runs, so the brackets may be too narrow (not yet checked on a simulated queue).")
+
 
 def _bracket(row: dict) -> str:
     low, high = fmt(row["low"], ".2f"), fmt(row["high"], ".2f")
@@ -74,7 +78,8 @@ def capacity_markdown(doc: dict) -> str:
                         "\n".join(f"- {line}" for line in cost_lines(doc)),
                         to_markdown(capacity_table(doc)),
                         to_markdown(loads_table(doc)),
-                        f"Cache state: {doc['cache_state']}."]) + "\n"
+                        f"Cache state: {doc['cache_state']}.",
+                        CAVEAT]) + "\n"
 
 
 def capacity_chart(doc: dict, out_dir: Path) -> list[Path]:

@@ -123,7 +123,17 @@ class ZeroWork:
         app.router.add_post(CHAT_ROUTE, self.chat)
         app.router.add_post(RENDER_ROUTE, self.render)
         app.router.add_post(GENERATE_ROUTE, self.generate)
+        for route in ("/reset_prefix_cache", "/reset_mm_cache", "/reset_encoder_cache"):
+            app.router.add_post(route, self.reset)  # vLLM's, in VLLM_SERVER_DEV_MODE
         return app
+
+    async def reset(self, request: web.Request) -> web.Response:
+        """Empty the prefix cache (``/reset_prefix_cache``) or the media seen (the others)."""
+        if request.path == "/reset_prefix_cache":
+            self.cache = PrefixCache(self.settings.block_size)
+        else:
+            self.media_seen.clear()
+        return web.Response()
 
     async def health(self, request: web.Request) -> web.Response:
         return web.Response()
