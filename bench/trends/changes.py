@@ -1,21 +1,23 @@
 """Change points of one series: candidates from ``ruptures`` (PELT over the entries' values
-on the interval's scale), each kept only when the entries before and after it differ with
-confidence by the statistics of ``compare``.
+on the interval's scale), each kept only when a permutation test confirms it.
 
 ``ruptures`` proposes; it does not test. Its penalty is ``PENALTY * sigma^2 * log(n)``,
 ``sigma`` the series' noise estimated from successive differences (median absolute
-deviation, so a step does not inflate it). Each candidate is then tested on the server
-starts of its two neighbouring segments (every entry's starts pooled): a Welch t interval
-(:func:`bench.compare.intervals.estimate`) when both segments have two starts or more,
-else a prediction interval for the one start against the other segment's spread (the
-newest run of a nightly series is one start). Intervals are at ``1 - (1 - confidence) / m``
-over the series' ``m`` candidates (Bonferroni). A candidate whose interval holds no change
-is dropped, its segments merged, and the rest tested again, until every one stands.
+deviation, so a step does not inflate it). Each candidate is then tested on its two
+neighbouring segments: the permutation p-value of their largest standardized CUSUM
+(:func:`cusum_p_value`; the search over every split is inside the null distribution, so
+choosing where to split costs no false alarm), at ``(1 - confidence) / m`` over the series'
+``m`` candidates (Bonferroni). The weakest candidate that fails is dropped, its segments
+merged, and the rest tested again, until every one stands. A single deviating newest entry
+cannot be confirmed (it could have been anywhere); a step shows at its second entry.
 
-A change is attributed to the first entry after it, with its size (relative, or points) and
-interval, and judged as ``compare`` judges a row: regressed or improved when the interval
-excludes no change and the change is beyond the metric's threshold in that direction;
-otherwise a significant change within the threshold is reported as such.
+A confirmed change is placed where its segments split best (the CUSUM's maximum) and
+attributed to the first entry after it, with its size (relative, or points) and interval at
+the same level over the segments' server starts: Welch
+(:func:`bench.compare.intervals.estimate`) when both have two starts or more, else a
+prediction interval of the one start against the other segment's spread. It is regressed
+or improved when the interval (where there is one) excludes no change and the change is
+beyond the metric's threshold in that direction; otherwise a change within the threshold.
 
 Why ``ruptures``: it needs only numpy and scipy. Apache Otava 0.8.0 (E-divisive with its own
 significance test) pins ``numpy==2.2.0.*`` and installs BigQuery, Postgres and Slack
