@@ -2,9 +2,8 @@
 SLO attainment meets a target (:mod:`bench.capacity.search` over
 :mod:`bench.capacity.probe` runs), and per path the capacity salting costs.
 
-The cost of salting on a path is ``1 - salted / unsalted`` capacity. Its interval comes from
-the two capacity brackets, ``[1 - salted.high / none.low, 1 - salted.low / none.high]``: an
-end is None where a bracket lacks the end it needs. A path's salt modes are searched
+The cost of salting on a path is ``1 - salted / unsalted`` capacity, fitted from both salt
+modes' probes at once (:func:`bench.capacity.fit.fit_cost`). A path's salt modes are searched
 together, probe by probe, so that the server's drift does not favour either. ``capacity.json``
 is rewritten after every path, so an interrupted campaign leaves what it found.
 """
@@ -18,8 +17,9 @@ from pathlib import Path
 from rich.console import Console
 
 from bench import SCHEMA_VERSION
+from bench.capacity.fit import fit_cost
 from bench.capacity.probe import Prober
-from bench.capacity.search import CONVERGED, SearchSettings, search_interleaved
+from bench.capacity.search import SearchSettings, search_interleaved
 from bench.docio import write_json
 from bench.engine.target import Target
 from bench.goodput import describe
@@ -34,12 +34,13 @@ CACHE_STATE = ("every probe the same workload, a run of its own (no prefix share
 
 
 def salting_cost(none: dict, salted: dict) -> dict:
-    """The share of capacity that salting costs on one path, with its interval."""
-    def ratio(a: float | None, b: float | None) -> float | None:
-        return 1 - a / b if a is not None and b else None
+    """The share of capacity that salting costs on one path, with its interval, from the two
+    searches' rows."""
+    def probes(row: dict) -> list[tuple[float, int, int]]:
+        return [(p["rate"], p["sent"], p["good"]) for p in row["probes"]]
 
-    return {"low": ratio(salted["high"], none["low"]), "high": ratio(salted["low"], none["high"]),
-            "point": ratio(salted["low"], none["low"])}
+    s = none["settings"]
+    return fit_cost(probes(none), probes(salted), s["target"], s["level"], s["window"]).to_dict()
 
 
 def run_capacity(target: Target, spec: str, opts: RunOptions, settings: SearchSettings,
@@ -48,7 +49,8 @@ def run_capacity(target: Target, spec: str, opts: RunOptions, settings: SearchSe
     """Search every path x salt mode of ``opts`` (every probe the workload of ``seed``),
     a path's salt modes interleaved probe by probe on the one server
     (:func:`bench.capacity.search.search_interleaved`); return (and write)
-    ``capacity.json`` (after every path), complete when every search decided both ends."""
+    ``capacity.json`` (after every path), complete when every search told both ends of its
+    capacity's interval."""
     doc: dict = {"schema_version": SCHEMA_VERSION, "kind": CAPACITY_KIND, "id": run_id,
                  "spec": spec, "objectives": opts.goodput, "slo": describe(opts.goodput or {}),
                  "settings": asdict(settings), "cache_state": CACHE_STATE,
@@ -70,7 +72,6 @@ def run_capacity(target: Target, spec: str, opts: RunOptions, settings: SearchSe
         if len(modes) == len(SALT_MODES):
             by_mode = {r["salt_mode"]: r for r in doc["rows"] if r["path"] == path}
             doc["costs"].append({"path": path, **salting_cost(*(by_mode[m] for m in SALT_MODES))})
-    doc["complete"] = all(r["stopped"] == CONVERGED and r["low"] is not None
-                          and r["high"] is not None for r in doc["rows"])
+    doc["complete"] = all(r["low"] is not None and r["high"] is not None for r in doc["rows"])
     write_json(out / CAPACITY_FILE, doc)
     return doc

@@ -1,7 +1,9 @@
 """The same benchmark on several engines, one server at a time, each with a cold cache:
 per engine a run directory (records, results, isolation), then a comparison of every
-adjacent pair. An engine that cannot be provisioned or started is ``n/a`` with the
-reason; the others still run. ``matrix.json`` is rewritten after every engine.
+adjacent pair, then the engines that ran as series (:mod:`bench.trends`: change points,
+the verdict strip, a dashboard in ``trends/``). An engine that cannot be provisioned or
+started is ``n/a`` with the reason; the others still run. ``matrix.json`` is rewritten
+after every engine.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 from rich.console import Console
 
 from bench import SCHEMA_VERSION
+from bench.compare.thresholds import load_thresholds
 from bench.docio import write_json, write_text
 from bench.engine.open import open_target
 from bench.engine.spec import EngineSpec
@@ -21,8 +24,11 @@ from bench.errors import BenchError
 from bench.isolation.experiment import IsolationOptions, isolate
 from bench.outputs import MATRIX_FILE, MATRIX_KIND, MATRIX_MD, new_run_id
 from bench.report.compare_report import compare_and_report
+from bench.report.trends import write_trends
 from bench.run.session import run_benchmark
 from bench.run.settings import RunOptions
+from bench.trends.build import build_trends
+from bench.trends.series import VERSION, load_entries
 from bench.verdicts.boundary import boundary_rows, per_cell
 from bench.verdicts.boundary import exit_code as isolation_exit
 from bench.verdicts.runs import problems
@@ -40,6 +46,8 @@ from bench.workload import Workload
 
 #: What differs between engines on purpose; every other difference refuses the comparison.
 ENGINE_FIELDS = ["target.vllm_version"]
+#: Where the matrix's series and dashboard go.
+TRENDS_DIR = "trends"
 
 
 def _engine_args(args: argparse.Namespace, spec: EngineSpec) -> argparse.Namespace:
@@ -96,7 +104,26 @@ def run_matrix(args: argparse.Namespace, workload: Workload, opts: RunOptions,
                                           console))
         save()
     compare_adjacent(doc, thresholds, out, save)
+    trend_engines(doc, thresholds, out / TRENDS_DIR)
+    save()
     return doc
+
+
+def trend_engines(doc: dict, thresholds: Path | None, out: Path) -> None:
+    """The engines that ran as series in version order (``trends``' statistics and
+    dashboard); ``doc["trends"]`` says where, or why not. Its exit code is the trends'
+    own: the matrix's comes from the adjacent comparisons and the runs."""
+    ran = [Path(e["dir"]) for e in doc["engines"] if e["status"] == "ok"]
+    if not ran:
+        doc["trends"] = {"error": "no engine ran"}
+        return
+    try:
+        trends = build_trends(load_entries(ran, VERSION), load_thresholds(thresholds), VERSION)
+    except BenchError as exc:
+        doc["trends"] = {"error": str(exc)}
+        return
+    doc["trends"] = {"dir": str(out), "dashboard": str(write_trends(trends, out)),
+                     "exit_code": trends["exit_code"], "newest": trends["newest"]}
 
 
 def compare_adjacent(doc: dict, thresholds: Path | None, out: Path,

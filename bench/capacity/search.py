@@ -1,18 +1,16 @@
-"""The highest load that meets a service-level objective: a bracketing search over probes.
+"""The highest load that meets a service-level objective: a search over probes.
 
 A probe sends ``requests`` requests at one load (a request rate) and counts those within the
-objectives (:mod:`bench.goodput`). Probes at one load are pooled. A load *looks* like it
-meets the target attainment when its pooled share of good requests is at least the target,
-and it *meets* (or *fails*) with confidence when the Wilson interval of that share lies at
-or above (wholly below) the target.
+objectives (:mod:`bench.goodput`). A load *looks* like it meets the target attainment when
+its probes' pooled share of good requests is at least the target.
 
 The search grows (or shrinks) the load by ``factor`` from ``start`` until one load looks
-like it meets and a higher one looks like it fails, halves that bracket geometrically
-until the failing load is within ``1 + tolerance`` of the meeting one, then probes its ends
-again (up to ``max_requests`` each) until each is decided with confidence; a re-probed end
-that changes its look moves the bracket. The capacity it states is confident only: at least
-the highest load that met with confidence, below the lowest higher load that failed with
-confidence. An end it could not decide is None, with the requests a load would need.
+like it meets and a higher one looks like it fails, and halves that bracket geometrically
+until the failing load is within ``1 + tolerance`` of the meeting one. It then places probes
+on either side of the capacity that :mod:`bench.capacity.fit` draws from all probes so far,
+until that capacity's interval is within ``1 + precision`` (its high / low) or
+``max_probes`` have been sent. The capacity it states is the fit's: an estimate and an
+interval, an end None where the data leave it unbounded.
 """
 
 from __future__ import annotations
@@ -22,30 +20,30 @@ import random
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
+from bench.capacity.fit import LEVEL, WINDOW, Fit, fit_capacity
 from bench.stats import wilson_interval
 
 #: Why a search stopped.
 CONVERGED, MAX_PROBES = "converged", "max-probes"
 ABOVE_MAX, BELOW_MIN = "meets at the highest load", "fails at the lowest load"
-#: A load's state.
-MEETS, FAILS, UNSURE = "meets", "fails", "unsure"
 
 
 @dataclass(frozen=True)
 class SearchSettings:
     """How the search moves: the target attainment, first load, bracket growth and width,
-    requests per probe and per load, and the confidence of a decided load."""
+    the capacity interval's width to stop at, requests per probe and the probe budget."""
 
-    target: float = 0.99
+    target: float = 0.95
     start: float = 1.0
     factor: float = 2.0
-    tolerance: float = 0.10  # the bracket is narrow when high / low <= 1 + this
+    tolerance: float = 0.10  # the looks bracket is narrow when high / low <= 1 + this
+    precision: float = 0.25  # the capacity is told when its interval's high / low <= 1 + this
     requests: int = 100
-    max_requests: int = 800  # per load, over its probes
     max_probes: int = 24
     min_rate: float = 0.01
     max_rate: float = 10_000.0
-    level: float = 0.95
+    level: float = LEVEL
+    window: float | None = WINDOW
 
 
 @dataclass
@@ -59,71 +57,53 @@ class Load:
     def looks_met(self, target: float) -> bool:
         return self.sent > 0 and self.good >= target * self.sent
 
-    def state(self, settings: SearchSettings) -> str:
-        low, high = wilson_interval(self.good, self.sent, settings.level)
-        return MEETS if low >= settings.target else FAILS if high < settings.target else UNSURE
-
-
-def requests_to_show(target: float, level: float = 0.95) -> int:
-    """The fewest requests, all good, whose attainment meets ``target`` with confidence."""
-    n = 1
-    while wilson_interval(n, n, level)[0] < target:
-        n *= 2
-    lo, hi = n // 2, n
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if wilson_interval(mid, mid, level)[0] >= target else (mid, hi)
-    return hi
-
 
 @dataclass
 class Capacity:
-    """The search's answer: every probe in order, each load pooled, and why it stopped."""
+    """The search's answer: every probe in order, each load pooled, the fit, and why it
+    stopped."""
 
     settings: SearchSettings
     probes: list[tuple[float, int, int]] = field(default_factory=list)  # rate, sent, good
     loads: dict[float, Load] = field(default_factory=dict)
     stopped: str = ""
 
-    def _rates(self, state: str) -> list[float]:
-        return sorted(r for r, load in self.loads.items() if load.state(self.settings) == state)
-
     @property
-    def low(self) -> float | None:
-        """The highest load that met the target with confidence (None: none did)."""
-        met = self._rates(MEETS)
-        return met[-1] if met else None
-
-    @property
-    def high(self) -> float | None:
-        """The lowest load above :attr:`low` that failed with confidence (None: none did)."""
-        failed = [r for r in self._rates(FAILS) if r > (self.low or 0.0)]
-        return failed[0] if failed else None
-
-    @property
-    def monotone(self) -> bool:
-        """No load failed with confidence below one that met with confidence."""
-        return not [r for r in self._rates(FAILS) if r < (self.low or 0.0)]
+    def fit(self) -> Fit:
+        s = self.settings
+        return fit_capacity(self.probes, s.target, s.level, s.window)
 
     def to_dict(self) -> dict:
-        s = self.settings
-        return {"settings": asdict(s), "low": self.low, "high": self.high,
-                "monotone": self.monotone, "stopped": self.stopped,
-                "requests_to_show_target": requests_to_show(s.target, s.level),
-                "loads": [{**asdict(load), "state": load.state(s),
-                           "attainment": load.good / load.sent if load.sent else None,
-                           "interval": wilson_interval(load.good, load.sent, s.level)}
+        """The capacity (``estimate``, ``low``, ``high``), the fit, every load with its
+        attainment and a 95% interval widened by the fit's overdispersion, every probe."""
+        s, fit = self.settings, self.fit
+        phi = fit.dispersion or 1.0
+
+        def interval(load: Load) -> tuple[float, float]:
+            n = load.sent / phi
+            return wilson_interval(load.good / phi, n) if n > 0 else (0.0, 1.0)
+
+        return {"settings": asdict(s), "estimate": fit.estimate, "low": fit.low,
+                "high": fit.high, "fit": fit.to_dict(), "stopped": self.stopped,
+                "loads": [{**asdict(load), "attainment": load.good / load.sent if load.sent
+                           else None, "interval": interval(load)}
                           for load in sorted(self.loads.values(), key=lambda x: x.rate)],
                 "probes": [{"rate": r, "sent": n, "good": g} for r, n, g in self.probes]}
 
+    @property
+    def told(self) -> bool:
+        """The capacity has both ends."""
+        return self.fit.low is not None and self.fit.high is not None
 
-def _next_rate(cap: Capacity) -> float | str:
-    """The load to probe next, or why the search stops."""
+
+def _bracket(cap: Capacity) -> float | str | None:
+    """The next load to narrow the looks bracket, why the search stops at a range end, or
+    None once the bracket is narrow."""
     s = cap.settings
-    looks = {r: load.looks_met(s.target) for r, load in cap.loads.items()}
-    met = [r for r, ok in looks.items() if ok]
+    met = [r for r, load in cap.loads.items() if load.looks_met(s.target)]
     lo = max(met) if met else None
-    above = [r for r, ok in looks.items() if not ok and r > (lo or 0.0)]
+    above = [r for r, load in cap.loads.items() if not load.looks_met(s.target)
+             and r > (lo or 0.0)]
     hi = min(above) if above else None
     if lo is None:
         rate = min(cap.loads) / s.factor
@@ -131,20 +111,36 @@ def _next_rate(cap: Capacity) -> float | str:
     if hi is None:
         rate = max(cap.loads) * s.factor
         return rate if rate <= s.max_rate else ABOVE_MAX
-    if hi / lo > 1 + s.tolerance:
-        return math.sqrt(lo * hi)
-    for end in (lo, hi):
-        load = cap.loads[end]
-        if load.state(s) == UNSURE and load.sent + s.requests <= s.max_requests:
-            return end
-    return CONVERGED
+    return math.sqrt(lo * hi) if hi / lo > 1 + s.tolerance else None
+
+
+def _refine(cap: Capacity) -> float | str:
+    """The next load to narrow the fitted capacity's interval, or CONVERGED: one step of
+    ``1 + tolerance`` below or above the estimate, in turn (the bracket's middle while the
+    fit has none, and the separating bracket's middle where the probes separate)."""
+    s, fit = cap.settings, cap.fit
+    if fit.low is not None and fit.high is not None and fit.high / fit.low <= 1 + s.precision:
+        return CONVERGED
+    if fit.dispersion is None and fit.estimate is not None:  # the probes separate
+        for end, rate in ((fit.low, max(r for r in cap.loads if r < fit.estimate)),
+                          (fit.high, min(r for r in cap.loads if r > fit.estimate))):
+            if end is None:
+                near = max(rate, fit.estimate) / min(rate, fit.estimate) < 1 + s.tolerance
+                return rate if near else fit.estimate
+    centre = fit.estimate
+    if centre is None or not min(cap.loads) / s.factor <= centre <= max(cap.loads) * s.factor:
+        met = [r for r, load in cap.loads.items() if load.looks_met(s.target)]
+        above = [r for r in cap.loads if r > max(met, default=0.0)]
+        centre = math.sqrt(max(met, default=min(cap.loads)) * min(above, default=max(cap.loads)))
+    step = 1 + s.tolerance
+    return centre * step if len(cap.probes) % 2 else centre / step
 
 
 def step(cap: Capacity, measure: Callable[[float, int], tuple[int, int]]) -> bool:
     """Probe ``cap``'s next load with ``measure(rate, requests) -> (sent, good)``; False
     (and why, in ``cap.stopped``) when the search has ended."""
     s = cap.settings
-    rate = _next_rate(cap) if cap.probes else float(s.start)
+    rate = (_bracket(cap) or _refine(cap)) if cap.probes else float(s.start)
     if isinstance(rate, str):
         cap.stopped = rate
         return False

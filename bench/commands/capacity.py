@@ -1,10 +1,10 @@
 """What salting costs in capacity: per path and salt mode, the highest request rate whose SLO
-attainment meets a target, found by a bracketing search of measured probes (each a run at
-one rate, open-loop, of a workload of its own seed), and per path the share of capacity
-salting costs. Writes ``capacity.json``, ``capacity.md`` and a chart.
+attainment meets a target, with an interval, from a search of measured probes (each a run at
+one rate, open-loop, of the same workload from empty caches), and per path the share of
+capacity salting costs. Writes ``capacity.json``, ``capacity.md`` and a chart.
 
-Exit codes: 0 every search decided both ends of its capacity; 2 one did not (its row says
-how it ended), or bad input. Not a gate.
+Exit codes: 0 every search told both ends of its capacity's interval; 2 one did not (its row
+says how it ended), or bad input. Not a gate.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from bench.capacity.search import SearchSettings, requests_to_show
+from bench.capacity.search import SearchSettings
 from bench.errors import EXIT_OK, BenchError
 from bench.goodput import parse_slos
 from bench.options import add_target_arguments, csv_choices, number
@@ -42,19 +42,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("search")
     g.add_argument("--attainment", type=number(float, 0, strict=True), default=DEFAULTS.target,
                    help="the share of requests that must meet the objectives (default: "
-                        f"{DEFAULTS.target}; 0.99 needs {requests_to_show(0.99)} requests "
-                        "per load to be shown)")
+                        f"{DEFAULTS.target})")
     g.add_argument("--start-rate", type=number(float, 0, strict=True), default=DEFAULTS.start,
                    help=f"the first probe's request rate, req/s (default: {DEFAULTS.start})")
     g.add_argument("--requests", type=number(int, 1), default=DEFAULTS.requests,
                    help=f"requests per probe (default: {DEFAULTS.requests})")
-    g.add_argument("--max-requests", type=number(int, 1), default=DEFAULTS.max_requests,
-                   help="requests per load over its probes, to decide an end "
-                        f"(default: {DEFAULTS.max_requests})")
     g.add_argument("--tolerance", type=number(float, 0, strict=True),
                    default=DEFAULTS.tolerance,
-                   help="stop when the bracket's high / low <= 1 + this "
-                        f"(default: {DEFAULTS.tolerance})")
+                   help="stop halving the bracket when its high / low <= 1 + this, and step "
+                        f"by 1 + this around the capacity (default: {DEFAULTS.tolerance})")
+    g.add_argument("--precision", type=number(float, 0, strict=True),
+                   default=DEFAULTS.precision,
+                   help="stop when the capacity interval's high / low <= 1 + this "
+                        f"(default: {DEFAULTS.precision})")
     g.add_argument("--max-probes", type=number(int, 2), default=DEFAULTS.max_probes,
                    help=f"probes per search (default: {DEFAULTS.max_probes})")
     g.add_argument("--warmup", type=number(int, 0), default=2,
@@ -68,7 +68,6 @@ def run(args: argparse.Namespace) -> int:
     from bench.docio import write_text
     from bench.engine.open import open_target
     from bench.report.capacity import (
-        CAVEAT,
         capacity_chart,
         capacity_markdown,
         capacity_table,
@@ -80,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     if args.attainment > 1:
         raise BenchError(f"--attainment {args.attainment}: a share of requests, at most 1")
     settings = SearchSettings(target=args.attainment, start=args.start_rate,
-                              requests=args.requests, max_requests=args.max_requests,
+                              requests=args.requests, precision=args.precision,
                               tolerance=args.tolerance, max_probes=args.max_probes)
     opts = RunOptions(paths=args.paths, salt_modes=args.salt_modes, warmup=args.warmup,
                       burstiness=args.burstiness, goodput=parse_slos(args.goodput))
@@ -90,14 +89,14 @@ def run(args: argparse.Namespace) -> int:
     with open_target(args, console) as target:
         doc = run_capacity(target, args.spec, opts, settings, out, run_id, console,
                            lambda row: console.print(
-                               f"{row['path']} {row['salt_mode']}: [{row['low']}, "
-                               f"{row['high']}) req/s ({row['stopped']})"), args.seed)
+                               f"{row['path']} {row['salt_mode']}: {row['estimate']} "
+                               f"[{row['low']}, {row['high']}] req/s ({row['stopped']})"),
+                           args.seed)
     stdout = report_console()
     stdout.print(to_rich(capacity_table(doc)))
     stdout.print(to_rich(loads_table(doc)))
     for line in cost_lines(doc):
         stdout.print(line)
-    stdout.print(CAVEAT, style="dim")
     write_text(out / "capacity.md", capacity_markdown(doc))
     capacity_chart(doc, out)
     console.print(f"capacity: {out / CAPACITY_FILE}")

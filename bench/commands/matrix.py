@@ -2,8 +2,9 @@
 
 One server at a time, each with a cold cache: the workload on every path and salt mode
 (``--repeat`` times), the isolation experiment, then ``compare`` between adjacent engines
-(the vLLM version is the allowed difference). A path or engine that cannot run is ``n/a``
-with the reason.
+(the vLLM version is the allowed difference), then every engine as series with change
+points and a dashboard (``trends/index.html``, as ``trends`` makes). A path or engine that
+cannot run is ``n/a`` with the reason.
 
 Exit codes: 0 all isolated and no gated regression; 1 a leak, an under-hit or a gated
 regression; 2 an engine, a cell or a comparison could not run.
@@ -63,5 +64,7 @@ def run(args: argparse.Namespace) -> int:
     stdout = report_console()
     for table in ct.matrix_tables(doc):
         stdout.print(to_rich(table))
+    if doc["trends"].get("dashboard"):
+        console.print(f"dashboard: {doc['trends']['dashboard']}")
     console.print(f"matrix: {out} (exit {doc['exit_code']})")
     return doc["exit_code"]

@@ -39,18 +39,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from bench.compare.thresholds import load_thresholds
-    from bench.docio import write_json, write_text
     from bench.errors import BenchError
     from bench.report.tables import report_console, to_rich
-    from bench.report.trends import (
-        changes_table,
-        dashboard,
-        strip_table,
-        summary_lines,
-        trend_charts,
-        trends_markdown,
-    )
-    from bench.trends.build import TRENDS_FILE, build_trends
+    from bench.report.trends import changes_table, strip_table, summary_lines, write_trends
+    from bench.trends.build import build_trends
     from bench.trends.series import load_entries
 
     paths = list(args.runs)
@@ -60,16 +52,12 @@ def run(args: argparse.Namespace) -> int:
         paths += sorted(d for d in folder.iterdir() if d.is_dir())
     entries = load_entries(paths, args.order, args.allow)
     doc = build_trends(entries, load_thresholds(args.thresholds), args.order)
-    out = args.out or REPORTS / new_run_id("trends")
-    write_json(out / TRENDS_FILE, doc)
-    write_text(out / "trends.md", trends_markdown(doc))
-    charts = trend_charts(doc, out)
-    write_text(out / "index.html", dashboard(doc, charts, out))
+    page = write_trends(doc, args.out or REPORTS / new_run_id("trends"))
     stdout = report_console()
     stdout.print(to_rich(strip_table(doc)))
     if any(s["changes"] for s in doc["series"]):
         stdout.print(to_rich(changes_table(doc)))
     for line in summary_lines(doc):
         stdout.print(line, markup=False, highlight=False)
-    Console(stderr=True).print(f"dashboard: {out / 'index.html'}")
+    Console(stderr=True).print(f"dashboard: {page}")
     return doc["exit_code"]

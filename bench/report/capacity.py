@@ -11,26 +11,35 @@ from bench.report.markdown import to_markdown
 from bench.report.style import PALETTE, plt, save, series_style  # plt: Agg backend set
 from bench.report.tables import Table, fmt
 
-#: What the intervals leave out, said with every result (docs/capacity.md).
-CAVEAT = ("The intervals treat a probe's requests as independent; under queueing misses come "
-          "in runs, so the brackets may be too narrow (not yet checked on a simulated queue).")
+
+def method(doc: dict) -> str:
+    """How the capacities and their intervals were made, said with every result."""
+    return (f"Each capacity is where a logistic curve of SLO attainment against log rate, "
+            f"fitted to all of its search's probes with their overdispersion (the probe is the "
+            f"unit: under queueing a probe's misses come in runs), meets the target; its "
+            f"interval is Fieller's at a nominal {doc['settings']['level']:.0%} "
+            f"(docs/capacity.md gives its coverage on simulated queues). What salting costs "
+            f"is fitted from both salt modes' probes at once: one curve, a common slope and a "
+            f"shift for salt, its interval Fieller's at the same level.")
 
 
-def _bracket(row: dict) -> str:
+def _capacity(row: dict) -> str:
     low, high = fmt(row["low"], ".2f"), fmt(row["high"], ".2f")
-    return f"[{low}, {high})"
+    return f"{fmt(row['estimate'], '.2f')} [{low}, {high}]"
 
 
 def capacity_table(doc: dict) -> Table:
-    """Per path and salt mode: the capacity bracket, how the search ended, its cost."""
-    rows = [[r["path"], r["salt_mode"], _bracket(r), r["stopped"], str(len(r["probes"])),
-             str(sum(p["sent"] for p in r["probes"])),
+    """Per path and salt mode: the capacity with its interval, how the search ended, the
+    probes' overdispersion, what it cost."""
+    rows = [[r["path"], r["salt_mode"], _capacity(r), r["stopped"] or r["fit"]["why"],
+             str(len(r["probes"])), str(sum(p["sent"] for p in r["probes"])),
+             fmt(r["fit"]["dispersion"], ".2f"),
              fmt(max((p["hit_rate"] or 0.0 for p in r["probe_log"]), default=None), ".3f")]
             for r in doc["rows"]]
     return Table(f"Capacity: the highest request rate with SLO attainment >= "
                  f"{doc['settings']['target']:.0%} ({doc['slo']})",
-                 ["path", "salt mode", "capacity req/s [low, high)", "search", "probes",
-                  "requests", "hit rate (highest)"], rows, keys=2, text=1)
+                 ["path", "salt mode", "capacity req/s [interval]", "search", "probes",
+                  "requests", "overdispersion", "hit rate (highest)"], rows, keys=2, text=1)
 
 
 def load_points(row: dict) -> list[dict]:
@@ -49,15 +58,16 @@ def load_points(row: dict) -> list[dict]:
 
 
 def loads_table(doc: dict) -> Table:
-    """Every load probed: its attainment with interval and state, hit rate and TTFT."""
+    """Every load probed: its attainment with interval, hit rate and TTFT."""
     rows = [[r["path"], r["salt_mode"], f"{x['rate']:.3g}", str(x["sent"]),
              f"{x['attainment']:.3f} [{x['interval'][0]:.3f}, {x['interval'][1]:.3f}]",
-             fmt(x["hit_rate"], ".3f"), fmt(x["median_ttft_ms"], ".1f"), x["state"]]
+             fmt(x["hit_rate"], ".3f"), fmt(x["median_ttft_ms"], ".1f")]
             for r in doc["rows"] for x in load_points(r)]
-    return Table("Every load probed: SLO attainment (95% Wilson interval), the prefix-cache "
-                 "hit rate and median TTFT (mean over its probes)",
+    return Table("Every load probed: SLO attainment (95% Wilson interval widened by the "
+                 "search's overdispersion), the prefix-cache hit rate and median TTFT (mean "
+                 "over its probes)",
                  ["path", "salt mode", "req/s", "requests", "SLO attainment",
-                  "hit rate", "median TTFT ms", "state"], rows, keys=2, text=1)
+                  "hit rate", "median TTFT ms"], rows, keys=2, text=1)
 
 
 def cost_lines(doc: dict) -> list[str]:
@@ -66,10 +76,11 @@ def cost_lines(doc: dict) -> list[str]:
     for c in doc["costs"]:
         if c["point"] is None:
             lines.append(f"On {c['path']}, what salting costs in capacity could not be told "
-                         "(a capacity end is undecided).")
+                         f"({c['why']}).")
             continue
-        lines.append(f"Salting costs {c['point']:.0%} of capacity on {c['path']} "
-                     f"(between {fmt(c['low'], '.0%')} and {fmt(c['high'], '.0%')}).")
+        between = (f"between {c['low']:.0%} and {c['high']:.0%}" if c["why"] == "" else
+                   f"its interval unbounded: {c['why']}")
+        lines.append(f"Salting costs {c['point']:.0%} of capacity on {c['path']} ({between}).")
     return lines
 
 
@@ -79,12 +90,13 @@ def capacity_markdown(doc: dict) -> str:
                         to_markdown(capacity_table(doc)),
                         to_markdown(loads_table(doc)),
                         f"Cache state: {doc['cache_state']}.",
-                        CAVEAT]) + "\n"
+                        method(doc)]) + "\n"
 
 
 def capacity_chart(doc: dict, out_dir: Path) -> list[Path]:
     """A column per path: SLO attainment (with its interval) against request rate, one series
-    per salt mode, the target as a line and each capacity bracket shaded; below it the
+    per salt mode, the target as a line, each capacity dotted and its interval shaded; below
+    it the
     prefix-cache hit rate at each load."""
     paths = list(dict.fromkeys(r["path"] for r in doc["rows"]))
     fig, axes = plt.subplots(2, len(paths), figsize=(6.0 * len(paths), 7.0), squeeze=False,
@@ -99,9 +111,11 @@ def capacity_chart(doc: dict, out_dir: Path) -> list[Path]:
             errors = [[max(v - x["interval"][0], 0.0) for v, x in zip(values, loads)],
                       [max(x["interval"][1] - v, 0.0) for v, x in zip(values, loads)]]
             ax.errorbar(rates, values, yerr=errors, marker="o", capsize=3, color=style["color"],
-                        label=f"{row['salt_mode']}: {_bracket(row)} req/s")
+                        label=f"{row['salt_mode']}: {_capacity(row)} req/s")
             hits.plot(rates, [x["hit_rate"] for x in loads], marker=style["marker"],
                       linestyle=style["linestyle"], color=style["color"], label=row["salt_mode"])
+            if row["estimate"] is not None:
+                ax.axvline(row["estimate"], color=style["color"], linestyle=":", linewidth=1)
             if row["low"] is not None and row["high"] is not None:
                 ax.axvspan(row["low"], row["high"], color=style["color"], alpha=0.15)
         ax.axhline(target, color=PALETTE[-1], linestyle="--", linewidth=1)
@@ -115,6 +129,6 @@ def capacity_chart(doc: dict, out_dir: Path) -> list[Path]:
         ax.set_ylabel(f"SLO attainment ({doc['slo']})")
         ax.set_ylim(-0.02, 1.02)
         ax.legend(title="salt mode: capacity", fontsize=8)
-    fig.suptitle(" ".join(cost_lines(doc)) or "What salting costs in capacity",
+    fig.suptitle("\n".join(cost_lines(doc)) or "What salting costs in capacity",
                  fontweight="bold", color=PALETTE[-1], fontsize=10)
     return save(fig, out_dir, "capacity")

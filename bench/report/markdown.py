@@ -82,4 +82,10 @@ def matrix_summary(doc: dict) -> str:
             table = ct.changes_table({"rows": c["headline"], "settings": {"confidence": c["confidence"]}},
                                      title=f"{c['base']} → {c['new']}")
             parts.append(f"#### What changed: {table.title}\n\n{to_markdown(table)}")
+    trends = doc.get("trends", {})
+    if trends.get("dashboard"):
+        parts.append(f"Every engine as series, with change points: `{trends['dashboard']}` "
+                     f"(trends exit {trends['exit_code']}).")
+    elif trends.get("error"):
+        parts.append(f"No trends: {trends['error']}.")
     return "\n\n".join(parts) + "\n"

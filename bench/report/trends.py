@@ -8,16 +8,19 @@ import os
 from html import escape
 from pathlib import Path
 
+from bench.docio import write_json, write_text
 from bench.registry import METRICS, POINTS
 from bench.report.html import PAGE, table_html
 from bench.report.markdown import to_markdown
 from bench.report.style import PALETTE, plt, save, series_style  # plt: Agg backend set
 from bench.report.tables import Table
+from bench.trends.build import TRENDS_FILE
 from bench.vocab import CHANNELS, COMPARE_STYLE, VERDICT_STYLE
 
 #: The metrics drawn on the dashboard (where the runs have them).
 HEADLINE = ("median_ttft_ms", "mean_tpot_ms", "request_throughput", "hit_rate",
             "slo_attainment")
+DASHBOARD_FILE = "index.html"
 
 
 def _change_text(series: dict, change: dict) -> str:
@@ -143,3 +146,13 @@ def dashboard(doc: dict, charts: dict[str, Path], out_dir: Path) -> str:
     if any(s["changes"] for s in doc["series"]):
         body.append(table_html(changes_table(doc)))
     return PAGE.substitute(title="saltbench trends", body="\n".join(body))
+
+
+def write_trends(doc: dict, out_dir: Path) -> Path:
+    """Write the trends document, its Markdown summary, charts and dashboard into
+    ``out_dir``; the dashboard's path."""
+    write_json(out_dir / TRENDS_FILE, doc)
+    write_text(out_dir / "trends.md", trends_markdown(doc))
+    charts = trend_charts(doc, out_dir)
+    write_text(out_dir / DASHBOARD_FILE, dashboard(doc, charts, out_dir))
+    return out_dir / DASHBOARD_FILE

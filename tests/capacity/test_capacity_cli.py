@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import math
+from dataclasses import asdict
+
 import pytest
 
 from bench.campaigns.capacity import salting_cost
+from bench.capacity.search import SearchSettings
 from bench.cli import main
 
 
@@ -23,7 +27,21 @@ def test_objectives_are_required(capsys):
     assert stop.value.code == 2 and "--goodput" in capsys.readouterr().err
 
 
-def test_salting_cost_interval_from_the_two_brackets():
-    cost = salting_cost({"low": 10.0, "high": 11.0}, {"low": 5.0, "high": 6.0})
-    assert cost == pytest.approx({"low": 1 - 6 / 10, "high": 1 - 5 / 11, "point": 0.5})
-    assert salting_cost({"low": None, "high": 2.0}, {"low": 1.0, "high": 2.0})["low"] is None
+def _row(capacity: float, rates: list[float], n: int = 2000) -> dict:
+    """A search's row whose probes follow a logistic curve through 95% at ``capacity``."""
+    def good(rate: float) -> int:
+        return round(n / (1 + math.exp(8 * math.log(rate / capacity) - math.log(19))))
+
+    return {"settings": asdict(SearchSettings()),
+            "probes": [{"rate": r, "sent": n, "good": good(r)} for r in rates]}
+
+
+def test_salting_cost_from_both_salt_modes_at_once():
+    rates = [6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0]
+    cost = salting_cost(_row(10.0, rates), _row(8.0, rates))
+    assert cost["point"] == pytest.approx(0.2, abs=0.01) and cost["why"] == ""
+    assert cost["low"] < 0.2 < cost["high"]
+    same = salting_cost(_row(10.0, rates), _row(10.0, rates))
+    assert same["low"] < 0.0 < same["high"]
+    few = salting_cost(_row(10.0, rates[:2]), _row(8.0, rates))
+    assert few["point"] is None and "fewer than 3" in few["why"]

@@ -27,7 +27,7 @@ def test_the_search_finds_a_servers_known_capacity(tmp_path: Path) -> None:
     with ZeroWorkServer(prefill_ms=100.0, output_tokens=2) as server, \
             open_target(target_args(server_url=server.url)) as target:
         doc = run_capacity(target, "clientbench-text", opts,
-                           SearchSettings(target=0.9, start=4.0, requests=40, max_requests=120),
+                           SearchSettings(target=0.9, start=4.0, requests=40),
                            tmp_path, "capacity", Console(stderr=True))
     assert json.loads((tmp_path / CAPACITY_FILE).read_text()) == json.loads(json.dumps(doc))
     assert doc["complete"] and [r["salt_mode"] for r in doc["rows"]] == ["none", "salted"]

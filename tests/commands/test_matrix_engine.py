@@ -54,3 +54,8 @@ def test_matrix_over_two_versions(tmp_path: Path) -> None:
     summary = (out / MATRIX_MD).read_text()
     assert "Isolation verdict per engine" in summary and OLD in summary and NEW in summary
     assert "Adjacent engines compared" in stdout
+    # The engines as series (trends): in version order, with the dashboard.
+    trends = json.loads((out / "trends" / "trends.json").read_text())
+    assert [e["version"] for e in trends["entries"]] == [OLD.split("==")[1], DEFAULT_VERSION]
+    assert doc["trends"]["exit_code"] == trends["exit_code"]
+    assert (out / "trends" / "index.html").stat().st_size and "trends exit" in summary
