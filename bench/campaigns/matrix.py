@@ -34,6 +34,7 @@ from bench.verdicts.boundary import exit_code as isolation_exit
 from bench.verdicts.runs import problems
 from bench.vocab import (
     CHANNELS,
+    DEFAULT_FAIL_ON,
     EXIT_CANNOT_JUDGE,
     EXIT_FOUND,
     EXIT_OK,
@@ -104,12 +105,13 @@ def run_matrix(args: argparse.Namespace, workload: Workload, opts: RunOptions,
                                           console))
         save()
     compare_adjacent(doc, thresholds, out, save)
-    trend_engines(doc, thresholds, out / TRENDS_DIR)
+    trend_engines(doc, thresholds, out / TRENDS_DIR, iso.fail_on if iso else DEFAULT_FAIL_ON)
     save()
     return doc
 
 
-def trend_engines(doc: dict, thresholds: Path | None, out: Path) -> None:
+def trend_engines(doc: dict, thresholds: Path | None, out: Path,
+                  fail_on: tuple[str, ...] = DEFAULT_FAIL_ON) -> None:
     """The engines that ran as series in version order (``trends``' statistics and
     dashboard); ``doc["trends"]`` says where, or why not. Its exit code is the trends'
     own: the matrix's comes from the adjacent comparisons and the runs."""
@@ -118,7 +120,8 @@ def trend_engines(doc: dict, thresholds: Path | None, out: Path) -> None:
         doc["trends"] = {"error": "no engine ran"}
         return
     try:
-        trends = build_trends(load_entries(ran, VERSION), load_thresholds(thresholds), VERSION)
+        trends = build_trends(load_entries(ran, VERSION), load_thresholds(thresholds), VERSION,
+                              fail_on)
     except BenchError as exc:
         doc["trends"] = {"error": str(exc)}
         return

@@ -4,7 +4,8 @@ a permutation test confirms; see bench.trends.changes) attributed to the run aft
 the tenant boundary per run as a strip, and one static HTML dashboard.
 
 Exit codes: 0 the newest run lies after no regression; 1 it does (a gated series' last
-change point regressed, or the newest run has a tenant-boundary finding or problems);
+change point regressed, or the newest run has problems or a tenant-boundary finding on a
+``--fail-on`` channel);
 2 bad input or runs that cannot be compared.
 """
 
@@ -16,8 +17,10 @@ from pathlib import Path
 from rich.console import Console
 
 from bench.compare.comparability import FIELDS
+from bench.options import add_fail_on_argument
 from bench.outputs import REPORTS, new_run_id
 from bench.trends.series import ORDERS, VERSION
+from bench.vocab import DEFAULT_FAIL_ON
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,6 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allow", action="append", default=[], metavar="FIELD",
                         help="a metadata field that may differ between runs besides the vLLM "
                              f"version; repeat (checked: {', '.join(FIELDS)})")
+    add_fail_on_argument(parser, DEFAULT_FAIL_ON)
     parser.add_argument("--out", type=Path, help="output directory (default: reports/<id>)")
 
 
@@ -51,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
             raise BenchError(f"--runs-in {folder}: not a directory")
         paths += sorted(d for d in folder.iterdir() if d.is_dir())
     entries = load_entries(paths, args.order, args.allow)
-    doc = build_trends(entries, load_thresholds(args.thresholds), args.order)
+    doc = build_trends(entries, load_thresholds(args.thresholds), args.order, args.fail_on)
     page = write_trends(doc, args.out or REPORTS / new_run_id("trends"))
     stdout = report_console()
     stdout.print(to_rich(strip_table(doc)))

@@ -4,7 +4,8 @@ verdict strip, and the exit code of a nightly job.
 
 Exit code: 1 when the newest entry lies after a regression: in a gated series (a metric
 with a threshold) the last change point is ``regressed``, or the newest entry's run has
-problems or a tenant-boundary finding (a leak stands out whatever the timing); 0 otherwise;
+problems or a tenant-boundary finding on a ``--fail-on`` channel (a leak stands out whatever
+the timing); 0 otherwise;
 bad input is 2 (the command's).
 """
 
@@ -17,7 +18,7 @@ from bench.trends.changes import changes
 from bench.trends.series import Entry, group_keys, point, trended
 from bench.verdicts.boundary import FOUND
 from bench.verdicts.runs import problems
-from bench.vocab import EXIT_FOUND, EXIT_OK, REGRESSED
+from bench.vocab import DEFAULT_FAIL_ON, EXIT_FOUND, EXIT_OK, REGRESSED
 
 TRENDS_KIND, TRENDS_FILE = "saltbench-trends", "trends.json"
 
@@ -31,8 +32,10 @@ def entry_doc(entry: Entry) -> dict:
             "problems": [p for r in entry.side.runs for p in problems(r.results)]}
 
 
-def build_trends(entries: list[Entry], thresholds: Thresholds, order: str) -> dict:
-    """The document (``kind`` saltbench-trends) with its exit code."""
+def build_trends(entries: list[Entry], thresholds: Thresholds, order: str,
+                 fail_on: tuple[str, ...] = DEFAULT_FAIL_ON) -> dict:
+    """The document (``kind`` saltbench-trends) with its exit code; a boundary finding of
+    the newest entry fails it on the channels of ``fail_on`` (the others are reported)."""
     settings = thresholds.settings
     metrics = trended([m for m in METRICS.values()
                        if any(e.side.measured(m) for e in entries)])
@@ -54,10 +57,11 @@ def build_trends(entries: list[Entry], thresholds: Thresholds, order: str) -> di
     newest = docs[-1]
     regressions = [s for s in series if s["gated"] and s["changes"]
                    and s["changes"][-1]["state"] == REGRESSED]
-    found = [c for c, v in newest["boundary"].items() if v in FOUND]
+    found = [c for c, v in newest["boundary"].items() if v in FOUND and c in fail_on]
     code = EXIT_FOUND if regressions or found or newest["problems"] else EXIT_OK
     return {"schema_version": SCHEMA_VERSION, "kind": TRENDS_KIND, "order": order,
-            "settings": {"confidence": settings.confidence, "thresholds": thresholds.source},
+            "settings": {"confidence": settings.confidence, "thresholds": thresholds.source,
+                         "fail_on": list(fail_on)},
             "entries": docs, "series": series,
             "newest": {"label": newest["label"], "regressed": [
                 {k: s[k] for k in ("path", "modality", "salt_mode", "metric")}

@@ -59,3 +59,12 @@ def test_bad_input_is_exit_2_naming_it(tmp_path: Path, capsys) -> None:
     assert main(["trends", "--runs-in", str(tmp_path / "nowhere")]) == 2
     assert "--runs-in" in capsys.readouterr().err
     assert main(["trends"]) == 2 and "no runs given" in capsys.readouterr().err
+
+
+def test_fail_on_chooses_the_channels_whose_finding_fails(tmp_path: Path) -> None:
+    """As in ``run`` and ``matrix``: a finding on a channel not in --fail-on is shown in the
+    strip, not counted against the newest run (its problems still are)."""
+    runs = [str(FIXTURES / r) for r in ("base", "same", "leak")]
+    _, doc = _trends(tmp_path, *runs, "--order", "given", "--fail-on", "none")
+    assert doc["entries"][-1]["boundary"][KV] == LEAK
+    assert doc["newest"]["boundary_findings"] == [] and doc["settings"]["fail_on"] == []
