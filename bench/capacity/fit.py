@@ -97,18 +97,26 @@ def _bracket(rates: np.ndarray, sent: np.ndarray, good: np.ndarray, target: floa
                "the probes separate: the interval is between loads decided on their own")
 
 
+def _within(probes: Sequence[tuple[float, int, int]], centre: float | None,
+            window: float | None) -> list[tuple[float, int, int]] | None:
+    """The probes within a factor ``window`` of ``centre``; None where that leaves them all,
+    or fewer than 3 at 2 loads, or there is no centre or window."""
+    if window is None or centre is None:
+        return None
+    near = [p for p in probes if abs(math.log(p[0] / centre)) <= math.log(window)]
+    if len(near) == len(probes) or len(near) < 3 or len({p[0] for p in near}) < 2:
+        return None
+    return near
+
+
 def fit_capacity(probes: Sequence[tuple[float, int, int]], target: float,
                  level: float = LEVEL, window: float | None = WINDOW) -> Fit:
     """The capacity where attainment crosses ``target``, from ``(rate, sent, good)`` probes:
     fitted to all of them, then again to those within a factor ``window`` of that estimate
     (where at least 3 probes at 2 loads are)."""
     fit = _fit(probes, target, level)
-    if window is None or fit.estimate is None or fit.dispersion is None:
-        return fit
-    near = [p for p in probes if abs(math.log(p[0] / fit.estimate)) <= math.log(window)]
-    if len(near) == len(probes) or len(near) < 3 or len({p[0] for p in near}) < 2:
-        return fit
-    return _fit(near, target, level)
+    near = _within(probes, fit.estimate, window) if fit.dispersion is not None else None
+    return fit if near is None else _fit(near, target, level)
 
 
 def _glm(rates: np.ndarray, sent: np.ndarray, good: np.ndarray, *columns: np.ndarray):
@@ -176,12 +184,9 @@ def fit_cost(none: Sequence[tuple[float, int, int]], salted: Sequence[tuple[floa
     (the relative potency of a bioassay): one curve with a common slope ``b`` and a shift
     ``d`` for salted probes, so that ``log(salted / unsalted capacity) = -d / b``, with
     Fieller's interval. Each mode's probes within a factor ``window`` of its own capacity."""
-    def near(probes: Sequence[tuple[float, int, int]]) -> list[tuple[float, int, int]]:
-        fit = fit_capacity(probes, target, level, window)
-        if window is None or fit.estimate is None:
-            return list(probes)
-        kept = [p for p in probes if abs(math.log(p[0] / fit.estimate)) <= math.log(window)]
-        return kept if len(kept) >= 3 and len({p[0] for p in kept}) >= 2 else list(probes)
+    def near(probes: Sequence[tuple[float, int, int]]) -> Sequence[tuple[float, int, int]]:
+        return _within(probes, fit_capacity(probes, target, level, window).estimate,
+                       window) or probes
 
     if min(len(none), len(salted)) < 3:
         return Cost(None, None, None, None, "fewer than 3 probes of a salt mode")

@@ -93,7 +93,8 @@ class Capacity:
     @property
     def told(self) -> bool:
         """The capacity has both ends."""
-        return self.fit.low is not None and self.fit.high is not None
+        fit = self.fit
+        return fit.low is not None and fit.high is not None
 
 
 def _bracket(cap: Capacity) -> float | str | None:

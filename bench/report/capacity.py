@@ -14,9 +14,13 @@ from bench.report.tables import Table, fmt
 
 def method(doc: dict) -> str:
     """How the capacities and their intervals were made, said with every result."""
+    window = doc["settings"]["window"]
+    probes = (f"(all, then those within a factor {window} of that estimate)" if window
+              else "(all)")
     return (f"Each capacity is where a logistic curve of SLO attainment against log rate, "
-            f"fitted to all of its search's probes with their overdispersion (the probe is the "
-            f"unit: under queueing a probe's misses come in runs), meets the target; its "
+            f"fitted to its search's probes {probes} with their overdispersion (the "
+            f"probe is the unit: under queueing a probe's misses come in runs), meets the "
+            f"target; its "
             f"interval is Fieller's at a nominal {doc['settings']['level']:.0%} "
             f"(docs/capacity.md gives its coverage on simulated queues). What salting costs "
             f"is fitted from both salt modes' probes at once: one curve, a common slope and a "
@@ -31,7 +35,8 @@ def _capacity(row: dict) -> str:
 def capacity_table(doc: dict) -> Table:
     """Per path and salt mode: the capacity with its interval, how the search ended, the
     probes' overdispersion, what it cost."""
-    rows = [[r["path"], r["salt_mode"], _capacity(r), r["stopped"] or r["fit"]["why"],
+    rows = [[r["path"], r["salt_mode"], _capacity(r),
+             "; ".join(x for x in (r["stopped"], r["fit"]["why"]) if x),
              str(len(r["probes"])), str(sum(p["sent"] for p in r["probes"])),
              fmt(r["fit"]["dispersion"], ".2f"),
              fmt(max((p["hit_rate"] or 0.0 for p in r["probe_log"]), default=None), ".3f")]
