@@ -12,6 +12,7 @@ from pathlib import Path
 from bench.client.stream import CONNECT_TIMEOUT_S
 from bench.engine.model import PRESETS
 from bench.engine.router import DEFAULT_POLICY, POLICIES
+from bench.engine.server import CPU_MAX_NUM_SEQS
 from bench.engine.spec import engine_spec_arg
 from bench.errors import BenchError
 from bench.goodput import parse_slos
@@ -150,8 +151,19 @@ def add_target_arguments(parser: argparse.ArgumentParser, *, engines: bool = Fal
                    help="one more `vllm serve` argument for managed servers, e.g. "
                         "--serve-arg=--mm-processor-cache-gb=0 (checked against the "
                         "server's --help; recorded with the results); repeat for more")
+    g.add_argument("--load-format", metavar="FORMAT",
+                   help="`vllm serve --load-format` for --model, e.g. dummy: a real "
+                        "architecture's config and tokenizer with random weights (default: "
+                        "dummy for a local preset, vLLM's own for --model)")
     g.add_argument("--max-model-len", type=int, default=8192)
-    g.add_argument("--max-num-seqs", type=int, default=8)
+    g.add_argument("--max-num-seqs", type=int,
+                   help=f"(default: {CPU_MAX_NUM_SEQS} on a CPU engine, vLLM's own on a GPU)")
+    g.add_argument("--max-num-batched-tokens", type=int, help="(default: vLLM's own)")
+    g.add_argument("--tensor-parallel-size", type=int, metavar="N",
+                   help="GPUs per server (default: vLLM's own, 1)")
+    g.add_argument("--gpu-memory-utilization", type=float, metavar="FRACTION",
+                   help="share of each GPU's memory a server may use (default: vLLM's own; "
+                        "replicas sharing a GPU split it)")
     g.add_argument("--start-timeout", type=float, default=600.0, metavar="SECONDS")
     g.add_argument("--api-key", default=os.environ.get("VLLM_API_KEY") or None,
                    help="sent as 'Authorization: Bearer KEY'; a managed server gets it in its "

@@ -18,6 +18,8 @@ ISOLATION_FILE, ISOLATION_KIND = "isolation.json", "saltbench-isolation"
 COMPARE_FILE, COMPARE_KIND, COMPARE_MD = "compare.json", "saltbench-compare", "compare.md"
 MATRIX_FILE, MATRIX_KIND, MATRIX_MD = "matrix.json", "saltbench-matrix", "matrix.md"
 AB_FILE, AB_KIND = "ab.json", "saltbench-ab"
+#: A run's report page (``report``), beside its results unless told otherwise.
+REPORT_PAGE, REPORT_SUMMARY = "index.html", "summary.md"
 
 
 def new_run_id(label: str) -> str:

@@ -43,6 +43,8 @@ from rich.console import Console
 from bench import SCHEMA_VERSION
 from bench.cachedirs import cache_dir
 from bench.docio import write_json
+from bench.engine.gpu import Placement
+from bench.engine.replicas import placements
 from bench.engine.server import ManagedServer
 from bench.engine.setup import (
     EngineSetup,
@@ -126,16 +128,21 @@ def _setup(args: argparse.Namespace, side: AbSide, console: Console) -> EngineSe
         "serve_args": [*args.serve_args, *side.serve_args]}), console)
 
 
-def _placed(setup: EngineSetup, name: str, binding: str | None) -> EngineSetup:
+def _placed(setup: EngineSetup, name: str, binding: str | None,
+            gpus: Placement | None = None) -> EngineSetup:
     """``setup`` for side ``name``: its own torch compile cache (the two sides start at
     once, and two servers compiling into one empty cache were seen to fail with a C++
     error: a kernel read while the other writes it), its engine's OpenMP threads bound to
-    ``binding`` (CPU engines)."""
+    ``binding`` (CPU engines) or its ``gpus`` (CUDA engines: both sides are up at once)."""
     env = {"TORCHINDUCTOR_CACHE_DIR": str(cache_dir("inductor") / name)}
-    if binding is not None and setup.config.cpu_kvcache_gib:
+    config = setup.config
+    if binding is not None and setup.env.is_cpu:
         env["VLLM_CPU_OMP_THREADS_BIND"] = binding
-    return replace(setup, config=replace(setup.config,
-                                         extra_env={**setup.config.extra_env, **env}))
+    if gpus is not None:
+        env["CUDA_VISIBLE_DEVICES"] = gpus.devices
+        if gpus.memory_share is not None:
+            config = replace(config, gpu_memory_utilization=gpus.memory_share)
+    return replace(setup, config=replace(config, extra_env={**config.extra_env, **env}))
 
 
 class Ab:
@@ -149,6 +156,7 @@ class Ab:
         self.rng = random.Random(design.seed)
         self.halves = cpu_halves(os.cpu_count() or 1) if design.pin else None
         self.setups: dict[str, EngineSetup] = {}
+        self.gpus: dict[str, Placement | None] = {}
         self.fixed: dict[str, Target] = {}  # sides given as a server URL
         self.doc: dict = {
             "schema_version": SCHEMA_VERSION, "kind": AB_KIND, "id": self.id,
@@ -177,6 +185,13 @@ class Ab:
                                                       other.serve_args) ==
                              (side.spec, side.python, side.serve_args)), None)
                 self.setups[name] = same or _setup(self.args, side, self.console)
+        self.gpus = self._gpus()
+
+    def _gpus(self) -> dict[str, Placement | None]:
+        """Each managed side's GPUs: both sides are up at once, so a CUDA engine's get
+        their own GPUs or halves of one's memory (a BenchError before any start)."""
+        names = [n for n in SIDES if n in self.setups]
+        return dict(zip(names, placements(self.setups[names[0]], len(names)))) if names else {}
 
     def bindings(self, start: int) -> dict[str, str | None]:
         """Each managed side's OpenMP binding in start pair ``start`` (halves swapped every
@@ -197,7 +212,7 @@ class Ab:
         with contextlib.ExitStack() as stack:
             began = time.monotonic()
             for name in order:
-                server = _placed(self.setups[name], name, bindings[name]).server(
+                server = _placed(self.setups[name], name, bindings[name], self.gpus[name]).server(
                     cache_dir("logs") / f"server-{log_stamp()}-{self.id}-{name}-s{start}.log",
                     None, self.args.start_timeout)
                 stack.callback(server.stop)
@@ -209,7 +224,7 @@ class Ab:
                                f"{' and '.join(order)} ready in {time.monotonic() - began:.0f}s")
             targets = dict(self.fixed)
             for name, server in servers.items():
-                setup = _placed(self.setups[name], name, bindings[name])
+                setup = _placed(self.setups[name], name, bindings[name], self.gpus[name])
                 targets[name] = with_capabilities(Target(
                     server.base_url, setup.config.served_name, setup.config.block_size,
                     setup.config.media_dir, setup.metadata(server), api_key=self.args.api_key))

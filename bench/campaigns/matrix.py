@@ -1,5 +1,5 @@
 """The same benchmark on several engines, one server at a time, each with a cold cache:
-per engine a run directory (records, results, isolation), then a comparison of every
+per engine a run directory (records, results, isolation, its report), then a comparison of every
 adjacent pair, then the engines that ran as series (:mod:`bench.trends`: change points,
 the verdict strip, a dashboard in ``trends/``). An engine that cannot be provisioned or
 started is ``n/a`` with the reason; the others still run. ``matrix.json`` is rewritten
@@ -22,7 +22,8 @@ from bench.engine.open import open_target
 from bench.engine.spec import EngineSpec
 from bench.errors import BenchError
 from bench.isolation.experiment import IsolationOptions, isolate
-from bench.outputs import MATRIX_FILE, MATRIX_KIND, MATRIX_MD, new_run_id
+from bench.outputs import MATRIX_FILE, MATRIX_KIND, MATRIX_MD, REPORT_PAGE, new_run_id
+from bench.report.build import build_report
 from bench.report.compare_report import compare_and_report
 from bench.report.trends import write_trends
 from bench.run.session import run_benchmark
@@ -79,6 +80,7 @@ def _one_engine(args: argparse.Namespace, spec: EngineSpec, workload: Workload,
                 entry["boundary"] = {f"{r['path']}/{r['modality']}": {c: r[c] for c in CHANNELS}
                                      for r in per_cell(boundary_rows(isolation))}
                 entry["isolation_exit"] = isolation_exit(isolation)
+        entry["report"] = str(build_report([out], out) / REPORT_PAGE)
     except BenchError as exc:
         entry.update(status="n/a", error=str(exc))
         console.print(f"[red]{spec}: {exc}[/]")

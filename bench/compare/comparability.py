@@ -10,7 +10,7 @@ FIELDS = (
     "workload.spec.sha256", "workload.seed", "workload.counts.requests",
     "target.model", "target.model_info.parameters", "target.block_size", "target.flags",
     "target.vllm_version",
-    "machine.cpu", "machine.cpu_count",
+    "machine.cpu", "machine.cpu_count", "target.gpus.names", "target.gpus.count",
     "options.rate", "options.burstiness", "options.max_concurrency", "options.warmup",
     "options.prime", "options.timeout_s", "options.media_url", "options.audio_part",
     "options.seed", "options.goodput",

@@ -91,7 +91,16 @@ def repetition_values(metric: Metric, group: Group, min_requests: int = 1
                       ) -> tuple[np.ndarray, np.ndarray]:
     """The metric per repetition (those with a value and, for per-request metrics, at least
     ``min_requests`` requests that have one; relative metrics: positive values only) and
-    the server start of each."""
+    the server start of each (kept on the group: a group only grows, so its size is part
+    of the key)."""
+    key = (metric.name, min_requests, len(group.rows), len(group.requests))
+    if key not in group.memo:
+        group.memo[key] = _repetition_values(metric, group, min_requests)
+    return group.memo[key]
+
+
+def _repetition_values(metric: Metric, group: Group, min_requests: int
+                       ) -> tuple[np.ndarray, np.ndarray]:
     values = []
     if metric.per_request:
         for rep in group.requests:
@@ -147,6 +156,12 @@ def start_values(metric: Metric, group: Group, min_requests: int = 1) -> np.ndar
     """The group's value per server start on the interval's scale (its repetitions'
     mean)."""
     return _side(metric, group, min_requests).means
+
+
+def exact(metric: Metric, group: Group, min_requests: int = 1) -> bool:
+    """Whether the group's every repetition (at least two) gave one value: a deterministic
+    quantity, compared exactly (as :func:`estimate` does)."""
+    return _side(metric, group, min_requests).constant
 
 
 def _value(metric: Metric, side: _Side) -> float | None:

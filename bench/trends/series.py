@@ -19,16 +19,15 @@ from bench.compare.comparability import check
 from bench.compare.intervals import interval
 from bench.compare.samples import Group, GroupKey, Side, load_side
 from bench.errors import BenchError
+from bench.outputs import REPORT_PAGE, RESULTS_FILE
 from bench.registry import ZERO, Metric
-from bench.verdicts.boundary import boundary_rows, channel_worst
-from bench.vocab import CHANNELS, KV
+from bench.verdicts.boundary import channels_worst
+from bench.vocab import CHANNELS
 
 #: How entries are ordered: by vLLM version (dev builds by their commit count), by the
 #: date of their first run, or as given.
 VERSION, DATE, GIVEN = "version", "date", "given"
 ORDERS = (VERSION, DATE, GIVEN)
-#: The report a run writes, linked from the dashboard.
-REPORT_FILE = "report.html"
 
 
 @dataclass
@@ -54,17 +53,15 @@ class Entry:
 
     @property
     def reports(self) -> list[Path]:
-        return [r.dir / REPORT_FILE for r in self.side.runs if (r.dir / REPORT_FILE).exists()]
+        """Per run its report page where ``report`` wrote one beside it, else its results."""
+        return [r.dir / REPORT_PAGE if (r.dir / REPORT_PAGE).exists() else r.dir / RESULTS_FILE
+                for r in self.side.runs]
 
     def boundary(self) -> dict[str, str | None]:
         """The worst verdict per channel (KV, media content, timing) over the entry's runs;
         None for a channel no run judged (or no isolation experiment)."""
         isolation = self.side.isolation
-        if isolation is None:
-            return dict.fromkeys(CHANNELS)
-        rows = boundary_rows(isolation)
-        routed = [{KV: c["verdict"]} for c in isolation.get("routed", [])]
-        return {c: channel_worst(rows + (routed if c == KV else []), c) for c in CHANNELS}
+        return dict.fromkeys(CHANNELS) if isolation is None else channels_worst(isolation)
 
 
 def _version_key(entry: Entry) -> tuple:

@@ -143,6 +143,14 @@ def channel_worst(rows: list[dict], channel: str) -> str | None:
     return next((v for v in CHANNEL_VERDICTS[channel] if v in present), None)
 
 
+def channels_worst(isolation: dict) -> dict[str, str | None]:
+    """Per channel its most severe verdict across the run's cells (routed cells count as KV
+    cells); None for a channel nothing judged."""
+    rows = boundary_rows(isolation)
+    routed = [{KV: c["verdict"]} for c in isolation.get("routed", [])]
+    return {c: channel_worst(rows + (routed if c == KV else []), c) for c in CHANNELS}
+
+
 def _code(verdict: str | None) -> int:
     return (EXIT_FOUND if verdict in FOUND else EXIT_CANNOT_JUDGE if verdict in CANNOT_JUDGE
             else EXIT_OK)
@@ -153,10 +161,8 @@ def exit_code(isolation: dict, fail_on: Iterable[str] | None = None) -> int:
     channel its worst verdict's code (one precedence, whether the findings are in one cell
     or several; routed cells count as KV cells), the worst code across channels."""
     fail_on = policy(isolation) if fail_on is None else tuple(fail_on)
-    rows = boundary_rows(isolation)
-    routed = [{KV: c["verdict"]} for c in isolation.get("routed", [])]
+    found = channels_worst(isolation)
     codes = [EXIT_OK if worst(c["verdict"] for c in isolation.get("cells", []))
              else EXIT_CANNOT_JUDGE]
-    codes += [_code(channel_worst(rows + (routed if channel == KV else []), channel))
-              for channel in fail_on]
+    codes += [_code(found[channel]) for channel in fail_on]
     return worst_exit(codes)

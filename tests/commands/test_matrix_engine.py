@@ -59,3 +59,6 @@ def test_matrix_over_two_versions(tmp_path: Path) -> None:
     assert [e["version"] for e in trends["entries"]] == [OLD.split("==")[1], DEFAULT_VERSION]
     assert doc["trends"]["exit_code"] == trends["exit_code"]
     assert (out / "trends" / "index.html").stat().st_size and "trends exit" in summary
+    # each engine's own report, linked from the dashboard
+    assert all(Path(e["report"]).exists() for e in doc["engines"])
+    assert all(r.endswith("index.html") for e in trends["entries"] for r in e["reports"])

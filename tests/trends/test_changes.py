@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from simulated import KEY, series
+from simulated import KEY, entry, series
 
 from bench.registry import METRICS
 from bench.trends.changes import changes, cusum_p_value
-from bench.vocab import REGRESSED
+from bench.vocab import IMPROVED, REGRESSED
 
 THROUGHPUT = METRICS["request_throughput"]
 N = 200
@@ -55,3 +55,20 @@ def test_a_deterministic_series_changes_exactly() -> None:
     """Values that never vary (a hit rate on a serial run): a step is exact."""
     y = np.r_[np.zeros(6), np.ones(6)]
     assert cusum_p_value(y) < 0.01 and cusum_p_value(np.zeros(12)) == 1.0
+
+
+def test_exact_entries_change_wherever_they_differ() -> None:
+    """Every entry repeated one value (a deterministic quantity): a one-run deviation is two
+    exact changes, there and back, which a noisy series could not confirm; equal entries are
+    no change. One noisy entry makes the series statistical again."""
+    values = [53.0, 46.2, 46.2, 46.2, 46.2]
+    found = changes(THROUGHPUT, [entry(i, [[v, v]]) for i, v in enumerate(values)], KEY, 0.05)
+    (c,) = found
+    assert c.index == 1 and c.low == c.change == c.high and c.state == REGRESSED
+    assert c.change == pytest.approx(46.2 / 53.0 - 1)
+    values = [46.2, 53.0, 46.2, 46.2, 46.2]
+    found = changes(THROUGHPUT, [entry(i, [[v, v]]) for i, v in enumerate(values)], KEY, 0.05)
+    assert [(c.index, c.state) for c in found] == [(1, IMPROVED), (2, REGRESSED)]
+    assert not changes(THROUGHPUT, [entry(i, [[5.0, 5.0]]) for i in range(6)], KEY, 0.05)
+    noisy = [entry(i, [[v, v]]) for i, v in enumerate(values)] + [entry(5, [[46.0, 46.4]])]
+    assert not changes(THROUGHPUT, noisy, KEY, 0.05)

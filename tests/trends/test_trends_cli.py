@@ -48,9 +48,14 @@ def test_runs_without_findings_pass_and_order_by_version(tmp_path: Path) -> None
         results["metadata"]["target"]["vllm_version"] = version
         (copy / RESULTS_FILE).write_text(json.dumps(results))
         runs.append(str(copy))
+    assert main(["report", runs[0]]) == 0  # "base" has its report; the others do not
     code, doc = _trends(tmp_path, *runs)
     assert code == 0, doc["newest"]
     assert [e["label"] for e in doc["entries"]] == ["0.30.0.dev12+gabc1234", "0.30.0", "0.31.0"]
+    # the dashboard links each run's report where it has one, else its results
+    page = (tmp_path / "trends" / "index.html").read_text()
+    assert '<a href="../base/index.html">report</a>' in page
+    assert f'<a href="../slow/{RESULTS_FILE}">results</a>' in page
 
 
 def test_bad_input_is_exit_2_naming_it(tmp_path: Path, capsys) -> None:
