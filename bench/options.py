@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from bench.client.stream import CONNECT_TIMEOUT_S
-from bench.engine.model import PRESETS
+from bench.engine.model import PRESET_NAMES
 from bench.engine.router import DEFAULT_POLICY, POLICIES
 from bench.engine.server import CPU_MAX_NUM_SEQS
 from bench.engine.spec import engine_spec_arg
@@ -136,7 +136,7 @@ def add_target_arguments(parser: argparse.ArgumentParser, *, engines: bool = Fal
         g.add_argument("--replica-url", action="append", metavar="URL",
                        help="with --server-url ROUTER: a running vLLM replica behind it; "
                             "repeat for each (nothing is managed)")
-    g.add_argument("--model-preset", choices=sorted(PRESETS), default="tiny",
+    g.add_argument("--model-preset", choices=PRESET_NAMES, default="tiny",
                    help="local random-weight model to build and serve (default: %(default)s)")
     g.add_argument("--model", help="serve this model path or name instead of a local preset "
                                    "(with --server-url: which of its models to use)")

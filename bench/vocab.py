@@ -70,13 +70,14 @@ class Failure:
     NO_USAGE = "no-usage"  # the usage lacks prompt_tokens_details.cached_tokens
     BUILD = "build"  # the request could not be built
     NOT_SENT = "not-sent"  # never sent: the server was gone or the deadline had passed
+    LOST = "lost"  # its sender (a Ray actor) was lost with its node: outcome unknown
 
 
 #: Failure kinds in report order.
 FAILURES = (Failure.CONNECT, Failure.TIMEOUT_CONNECT, Failure.TIMEOUT_FIRST_BYTE,
             Failure.TIMEOUT_TOTAL, Failure.DEADLINE, Failure.RESET, Failure.HTTP_4XX,
             Failure.HTTP_5XX, Failure.ERROR_EVENT, Failure.MALFORMED, Failure.NO_DONE,
-            Failure.NO_TOKEN, Failure.NO_USAGE, Failure.BUILD, Failure.NOT_SENT)
+            Failure.NO_TOKEN, Failure.NO_USAGE, Failure.BUILD, Failure.NOT_SENT, Failure.LOST)
 
 #: A path, cell, group or metric that a server (or one side of a comparison) cannot serve.
 NOT_AVAILABLE = "n/a"

@@ -17,7 +17,8 @@ DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 #: Flags of other tools the docs name: pytest-benchmark's, vllm-router's, and the vLLM flag
 #: the replicas pass for KV events (the help texts in the fixtures are of other sections).
 OTHER_TOOLS = {"--benchmark-autosave", "--benchmark-compare", "--benchmark-compare-fail",
-               "--kv-event-source", "--kv-events-config"}
+               "--kv-event-source", "--kv-events-config",
+               "--head", "--address", "--num-cpus", "--port"}  # the last: `ray start`
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^```.*?^```", re.S | re.M)
 SPAN = re.compile(r"`([^`]+)`")  # inline code may wrap across lines

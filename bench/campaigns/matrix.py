@@ -1,4 +1,5 @@
-"""The same benchmark on several engines, one server at a time, each with a cold cache:
+"""The same benchmark on several engines, one server at a time (or, with ``--ray``, side by
+side on a Ray cluster: :mod:`bench.campaigns.ray_engines`), each with a cold cache:
 per engine a run directory (records, results, isolation, its report), then a comparison of every
 adjacent pair, then the engines that ran as series (:mod:`bench.trends`: change points,
 the verdict strip, a dashboard in ``trends/``). An engine that cannot be provisioned or
@@ -9,32 +10,24 @@ after every engine.
 from __future__ import annotations
 
 import argparse
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
 
 from bench import SCHEMA_VERSION
+from bench.campaigns.engine_run import one_engine
 from bench.compare.thresholds import load_thresholds
 from bench.docio import write_json, write_text
-from bench.engine.open import open_target
-from bench.engine.spec import EngineSpec
 from bench.errors import BenchError
-from bench.isolation.experiment import IsolationOptions, isolate
-from bench.outputs import MATRIX_FILE, MATRIX_KIND, MATRIX_MD, REPORT_PAGE, new_run_id
-from bench.report.build import build_report
+from bench.isolation.experiment import IsolationOptions
+from bench.outputs import MATRIX_FILE, MATRIX_KIND, MATRIX_MD
 from bench.report.compare_report import compare_and_report
 from bench.report.trends import write_trends
-from bench.run.session import run_benchmark
 from bench.run.settings import RunOptions
 from bench.trends.build import build_trends
 from bench.trends.series import VERSION, load_entries
-from bench.verdicts.boundary import boundary_rows, per_cell
-from bench.verdicts.boundary import exit_code as isolation_exit
-from bench.verdicts.runs import problems
 from bench.vocab import (
-    CHANNELS,
     DEFAULT_FAIL_ON,
     EXIT_CANNOT_JUDGE,
     EXIT_FOUND,
@@ -52,44 +45,6 @@ ENGINE_FIELDS = ["target.vllm_version"]
 TRENDS_DIR = "trends"
 
 
-def _engine_args(args: argparse.Namespace, spec: EngineSpec) -> argparse.Namespace:
-    return argparse.Namespace(**{**vars(args), "engine": spec, "engine_python": None,
-                                 "server_url": None})
-
-
-def _one_engine(args: argparse.Namespace, spec: EngineSpec, workload: Workload,
-                opts: RunOptions, iso: IsolationOptions | None, out: Path,
-                console: Console) -> dict:
-    """Provision, serve, run and isolate one engine; its entry of the matrix."""
-    entry: dict = {"engine": str(spec), "dir": str(out)}
-    started = time.monotonic()
-    try:
-        with open_target(_engine_args(args, spec), console) as target:
-            meta = target.metadata
-            entry.update(vllm_version=meta.get("vllm_version"),
-                         server_start_s=meta.get("server_start_s"),
-                         flags_dropped=meta.get("flags_dropped", []),
-                         routes_unavailable=meta.get("routes_unavailable", {}))
-            run_id = new_run_id(spec.slug)
-            results = run_benchmark(target, workload, opts, out, run_id, console)
-            entry.update(unavailable=results["unavailable"], problems=problems(results))
-            if iso is not None:
-                isolation = isolate(target, iso, out, run_id, console)
-                entry["isolation"] = {f"{c['path']}/{c['modality']}": c["verdict"]
-                                      for c in isolation["cells"]}
-                entry["boundary"] = {f"{r['path']}/{r['modality']}": {c: r[c] for c in CHANNELS}
-                                     for r in per_cell(boundary_rows(isolation))}
-                entry["isolation_exit"] = isolation_exit(isolation)
-        entry["report"] = str(build_report([out], out) / REPORT_PAGE)
-    except BenchError as exc:
-        entry.update(status="n/a", error=str(exc))
-        console.print(f"[red]{spec}: {exc}[/]")
-    else:
-        entry["status"] = "ok"
-    entry["duration_s"] = round(time.monotonic() - started, 1)
-    return entry
-
-
 def run_matrix(args: argparse.Namespace, workload: Workload, opts: RunOptions,
                iso: IsolationOptions | None, thresholds: Path | None, out: Path,
                console: Console, render: Callable[[dict], str]) -> dict:
@@ -101,11 +56,23 @@ def run_matrix(args: argparse.Namespace, workload: Workload, opts: RunOptions,
         write_json(out / MATRIX_FILE, doc)
         write_text(out / MATRIX_MD, render(doc))
 
-    for spec in args.engines:
-        console.rule(f"{spec}")
-        doc["engines"].append(_one_engine(args, spec, workload, opts, iso, out / spec.slug,
-                                          console))
-        save()
+    if getattr(args, "ray", None):
+        from bench.campaigns.ray_engines import run_on_ray
+
+        doc["engines"] = [{"engine": str(s), "dir": str(out / s.slug), "status": "running"}
+                          for s in args.engines]
+
+        def done(i: int, entry: dict) -> None:
+            doc["engines"][i] = entry
+            save()
+
+        run_on_ray(args, workload, opts, iso, out, console, done)
+    else:
+        for spec in args.engines:
+            console.rule(f"{spec}")
+            doc["engines"].append(one_engine(args, spec, workload, opts, iso, out / spec.slug,
+                                             console))
+            save()
     compare_adjacent(doc, thresholds, out, save)
     trend_engines(doc, thresholds, out / TRENDS_DIR, iso.fail_on if iso else DEFAULT_FAIL_ON)
     save()

@@ -1,6 +1,7 @@
 """Run the same benchmark on several vLLM engines and compare adjacent ones.
 
-One server at a time, each with a cold cache: the workload on every path and salt mode
+One server at a time (``--ray ADDRESS``: side by side, one Ray task per engine), each
+with a cold cache: the workload on every path and salt mode
 (``--repeat`` times), the isolation experiment, then ``compare`` between adjacent engines
 (the vLLM version is the allowed difference), then every engine as series with change
 points and a dashboard (``trends/index.html``, as ``trends`` makes). A path or engine that
@@ -42,6 +43,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_fail_on_argument(parser, DEFAULT_FAIL_ON)
     parser.add_argument("--thresholds", type=Path, metavar="TOML",
                         help="gate thresholds for the comparisons (see compare --help)")
+    parser.add_argument("--ray", metavar="ADDRESS",
+                        help="run the engines side by side as tasks on this Ray cluster "
+                             "(e.g. ray://head:10001 or auto; needs the ray package; see "
+                             "docs/cluster.md)")
+    parser.add_argument("--ray-cpus", type=float, default=1.0, metavar="N",
+                        help="CPUs a CPU engine's task asks the cluster for (default: "
+                             "%(default)s; a CUDA engine's asks for its GPUs)")
     add_run_arguments(parser)
     add_target_arguments(parser, engines=True)
 

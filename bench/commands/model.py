@@ -8,13 +8,13 @@ from pathlib import Path
 
 from rich.console import Console
 
-from bench.engine.model import PRESETS, build_model
+from bench.engine.model import PRESET_NAMES, build_model
 from bench.engine.provision import open_env, provision
 from bench.engine.spec import default_engine_spec, engine_spec_arg
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("preset", choices=sorted(PRESETS))
+    parser.add_argument("preset", choices=PRESET_NAMES)
     parser.add_argument("--engine", type=engine_spec_arg, metavar="SPEC")
     parser.add_argument("--engine-python", type=Path, metavar="PATH")
 

@@ -7,6 +7,7 @@ options and salts; the engine options choose the server it continues on.
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console
@@ -31,6 +32,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume", type=Path, metavar="DIR",
                         help="continue the interrupted run in DIR (its workload, options and "
                              "salts; only --deadline and the engine options apply)")
+    parser.add_argument("--ray", metavar="ADDRESS",
+                        help="the --workers are Ray actors spread over this cluster's nodes "
+                             "(clocks aligned to this one's; needs the ray package; see "
+                             "docs/cluster.md)")
     add_run_arguments(parser)
     add_target_arguments(parser)
 
@@ -51,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         opts, run_id, out = resume.options, resume.run_id, args.resume
     else:
         workload = open_workload(args.spec, args.seed, args.requests)
-        opts = options_from(args)
+        opts = replace(options_from(args), ray=args.ray)
         run_id = new_run_id(workload.metadata["spec"]["name"])
         out = args.out or REPORTS / run_id
     with open_target(args, console) as target:

@@ -1,6 +1,8 @@
-"""Local models: random-weight Qwen2.5-Omni thinkers built offline, by preset.
+"""Local models built offline, by preset: small random-weight Qwen2.5-Omni thinkers
+(``tiny``, ``medium``) and real architectures without weights (:mod:`bench.engine.reference`).
 
-The build runs ``scripts/build_omni.py`` in the engine environment and is cached
+The build runs ``scripts/build_omni.py`` (``build_reference.py``) in the engine environment
+and is cached
 under ``<cache>/models/<preset>-<key>``, keyed by the preset, the builder script and
 the engine's transformers version: the same key gives the same files. The directory
 appears in one rename, with :data:`FILES_MANIFEST` (every file's size and sha256);
@@ -14,13 +16,14 @@ import json
 import logging
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.cachedirs import cache_dir, locked
 from bench.docio import read_document, replace_dir, write_json
 from bench.engine.environment import EngineEnv
 from bench.engine.provision import script
+from bench.engine.reference import BPE_SHA256, REFERENCES, bpe_file, needed_gib
 from bench.engine.spec import has_cuda_gpu
 from bench.errors import BenchError
 from bench.media import file_digest, file_problem
@@ -62,31 +65,53 @@ PRESETS: dict[str, dict] = {
 }
 
 
+#: The demo's model on a CUDA GPU.
+GPU_DEMO_PRESET = "qwen2.5-omni-7b"
+#: Every preset ``--model-preset`` takes.
+PRESET_NAMES = sorted([*PRESETS, *REFERENCES])
+
+
 @dataclass(frozen=True)
 class LocalModel:
-    """A built model directory and how the server must load it."""
+    """A built model directory, how the server must load it and what its build reported."""
 
     path: Path
     preset: str
     load_format: str = "dummy"
+    built: dict = field(default_factory=dict, compare=False)
 
     @property
     def served_name(self) -> str:
-        return f"saltbench-omni-{self.preset}"
+        return f"saltbench-{self.preset}" if self.preset in REFERENCES else \
+            f"saltbench-omni-{self.preset}"
 
     def metadata(self) -> dict:
-        return {"model": self.served_name, "preset": self.preset, "path": str(self.path),
-                "load_format": self.load_format, "architecture": "Qwen2_5OmniModel (thinker)",
+        meta = {"model": self.served_name, "preset": self.preset, "path": str(self.path),
+                "load_format": self.load_format}
+        if self.preset in REFERENCES:
+            ref = REFERENCES[self.preset]
+            return {**meta, "architecture": ref["config"]["architectures"][0],
+                    "reference": ref["model"], "parameters": self.built.get("parameters"),
+                    "modalities": ref["modalities"]}
+        return {**meta, "architecture": "Qwen2_5OmniModel (thinker)",
                 "parameters": PRESETS[self.preset]}
+
+    def needed_gib(self, max_model_len: int) -> float | None:
+        """GiB a GPU server of a real architecture needs at least (None: a small preset)."""
+        if self.preset not in REFERENCES or "parameters" not in self.built:
+            return None
+        return needed_gib(self.built["parameters"], REFERENCES[self.preset]["config"],
+                          max_model_len)
 
 
 def demo_preset(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
-    """The demo's model: ``medium`` where its prefill is fast (a CUDA GPU, or a CPU with
-    AVX-512, vLLM's fast CPU path), else ``tiny``. On an AVX2-only CPU vLLM falls back from
-    oneDNN to plain torch matmuls: the medium model's prefill ran at 50-80 tokens/s there
-    (2026-12-04), while the tiny model's prefix hits were still 5x faster than misses."""
+    """The demo's model: on a CUDA GPU the real Qwen2.5-Omni-7B thinker (every modality;
+    refused before start where it does not fit); on a CPU ``medium`` where its prefill is
+    fast (AVX-512, vLLM's fast CPU path), else ``tiny``. On an AVX2-only CPU vLLM falls back
+    from oneDNN to plain torch matmuls: the medium model's prefill ran at 50-80 tokens/s
+    there (2026-12-04), while the tiny model's prefix hits were still 5x faster than misses."""
     if has_cuda_gpu():
-        return "medium"
+        return GPU_DEMO_PRESET
     try:
         flags = next((line for line in cpuinfo.read_text().splitlines()
                       if line.startswith("flags")), "")
@@ -95,26 +120,33 @@ def demo_preset(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     return "medium" if "avx512f" in flags.split() else "tiny"
 
 
+def _builder(preset: str) -> tuple[str, dict]:
+    """The builder script of ``preset`` and what it is given (without machine paths)."""
+    if preset in REFERENCES:
+        return "build_reference.py", {**REFERENCES[preset], "bpe_sha256": BPE_SHA256}
+    return "build_omni.py", PRESETS[preset]
+
+
 def model_key(preset: str, transformers_version: str) -> str:
     """Cache key: preset, builder script and transformers version."""
-    blob = json.dumps([PRESETS[preset], script("build_omni.py").read_text(),
-                       transformers_version], sort_keys=True)
+    name, given = _builder(preset)
+    blob = json.dumps([given, script(name).read_text(), transformers_version], sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
 def build_model(env: EngineEnv, preset: str) -> LocalModel:
     """Build (or reuse) the model for ``preset`` with the engine environment ``env``."""
-    if preset not in PRESETS:
-        raise BenchError(f"model preset {preset!r}: unknown; known: {', '.join(PRESETS)}")
+    if preset not in PRESET_NAMES:
+        raise BenchError(f"model preset {preset!r}: unknown; known: {', '.join(PRESET_NAMES)}")
     out = cache_dir("models") / f"{preset}-{model_key(preset, env.info['versions']['transformers'])}"
     with locked(out):
         problem = damage(out)
-        if problem is None:
-            return LocalModel(out, preset)
-        if out.exists():
-            log.warning("%s; building the model again", problem)
-        _build(env, preset, out)
-    return LocalModel(out, preset)
+        if problem is not None:
+            if out.exists():
+                log.warning("%s; building the model again", problem)
+            _build(env, preset, out)
+    built = read_document(out / FILES_MANIFEST, FILES_KIND, FILES_VERSION).get("built", {})
+    return LocalModel(out, preset, built=built)
 
 
 def damage(out: Path) -> str | None:
@@ -135,12 +167,14 @@ def _build(env: EngineEnv, preset: str, out: Path) -> None:
     tmp = out.with_name(out.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    (tmp / "preset.json").write_text(json.dumps(PRESETS[preset], indent=2, sort_keys=True))
+    name, given = _builder(preset)
+    if preset in REFERENCES:
+        given = {**given, "bpe": str(bpe_file(env))}
+    (tmp / "preset.json").write_text(json.dumps(given, indent=2, sort_keys=True))
     try:
-        proc = subprocess.run(
-            [str(env.python), str(script("build_omni.py")), str(tmp / "preset.json"), str(tmp)],
-            capture_output=True, text=True, timeout=600,
-        )
+        proc = subprocess.run([str(env.python), str(script(name)), str(tmp / "preset.json"),
+                               str(tmp)],
+                              capture_output=True, text=True, timeout=600)
     except subprocess.TimeoutExpired:
         shutil.rmtree(tmp, ignore_errors=True)
         raise BenchError(f"building model preset {preset!r} took over 600 s") from None
@@ -152,5 +186,6 @@ def _build(env: EngineEnv, preset: str, out: Path) -> None:
         sha, size = file_digest(path)
         files[path.relative_to(tmp).as_posix()] = {"bytes": size, "sha256": sha}
     write_json(tmp / FILES_MANIFEST,
-               {"kind": FILES_KIND, "schema_version": FILES_VERSION, "files": files})
+               {"kind": FILES_KIND, "schema_version": FILES_VERSION, "files": files,
+                "built": json.loads(proc.stdout.strip().splitlines()[-1])})
     replace_dir(tmp, out)

@@ -27,6 +27,7 @@ from bench.cachedirs import cache_dir
 from bench.engine.capabilities import WHEN_NONZERO, cached_tokens_reporting
 from bench.engine.gpu import DEFAULT_UTILIZATION, Placement, local_gpus, place_replicas
 from bench.engine.provision import script
+from bench.engine.reference import check_fits
 from bench.engine.router import (
     DEFAULT_POLICY,
     KV_AWARE,
@@ -74,9 +75,16 @@ def placements(setup: EngineSetup, n: int) -> list[Placement | None]:
     BenchError before anything starts."""
     if setup.env.is_cpu:
         return [None] * n
-    config = setup.config
-    return place_replicas(n, local_gpus(), config.tensor_parallel_size or 1,
-                          config.gpu_memory_utilization or DEFAULT_UTILIZATION)
+    config, gpus = setup.config, local_gpus()
+    tensor_parallel = config.tensor_parallel_size or 1
+    where = place_replicas(n, gpus, tensor_parallel,
+                           config.gpu_memory_utilization or DEFAULT_UTILIZATION)
+    need = setup.model_meta.get("needed_gib")
+    for p in where if need is not None else []:
+        if p.memory_share is not None:  # a share of one GPU: does the model fit in it?
+            check_fits(setup.model_meta["preset"], need,
+                       [g for g in gpus if str(g.index) == p.devices], 1, p.memory_share)
+    return where
 
 
 def replica_config(setup: EngineSetup, index: int, kv_port: int,

@@ -27,6 +27,9 @@ _HELP_ARGS = ("--help=all", "--help")
 #: An argparse option line: the invocation, then two spaces or the end of the line.
 _OPTION_LINE = re.compile(r"^ {2,6}(-.*?)(?: {2,}|$)")
 _LONG = re.compile(r"^--[A-Za-z0-9][\w.-]*")
+#: vLLM's refusal to build its config where it finds no device (a CUDA build on a machine
+#: without a GPU); its help then lists the same flags under the CPU platform.
+NO_DEVICE, CPU_PLATFORM = "Failed to infer device type", {"VLLM_TARGET_DEVICE": "cpu"}
 
 
 def parse_help(text: str) -> frozenset[str]:
@@ -44,12 +47,20 @@ def parse_help(text: str) -> frozenset[str]:
 
 
 def help_text(python: Path) -> str:
-    """``serve --help=all`` (or plain ``--help`` where ``=all`` is refused) of ``python``'s vLLM."""
-    errors = []
-    for arg in _HELP_ARGS:
-        proc = subprocess.run([str(python), "-m", ENTRY, "serve", arg], capture_output=True,
+    """``serve --help=all`` (or plain ``--help`` where ``=all`` is refused) of ``python``'s vLLM
+    (asked under vLLM's CPU platform where it finds no device)."""
+    def ask(arg: str, extra: dict[str, str]) -> subprocess.CompletedProcess:
+        return subprocess.run([str(python), "-m", ENTRY, "serve", arg], capture_output=True,
                               text=True, timeout=600, stdin=subprocess.DEVNULL,
-                              env={**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1"})
+                              env={**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1",
+                                   **extra})
+
+    errors, extra = [], {}
+    for arg in _HELP_ARGS:
+        proc = ask(arg, extra)
+        if proc.returncode != 0 and NO_DEVICE in proc.stderr and not extra:
+            extra = CPU_PLATFORM
+            proc = ask(arg, extra)
         if proc.returncode == 0 and "--port" in parse_help(proc.stdout):
             return proc.stdout
         errors.append(f"serve {arg}: exit {proc.returncode}: {proc.stderr.strip()[-500:]}")

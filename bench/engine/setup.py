@@ -17,9 +17,10 @@ from bench.cachedirs import cache_dir
 from bench.engine.block_size import measure_block_size
 from bench.engine.capabilities import NEVER, WHEN_NONZERO, cached_tokens_reporting
 from bench.engine.environment import EngineEnv
-from bench.engine.gpu import gpu_metadata, local_gpus
+from bench.engine.gpu import DEFAULT_UTILIZATION, gpu_metadata, local_gpus
 from bench.engine.model import build_model
 from bench.engine.provision import open_env, provision
+from bench.engine.reference import check_fits
 from bench.engine.routes import find_routes
 from bench.engine.serve_flags import serve_flags
 from bench.engine.server import CPU_MAX_NUM_SEQS, ManagedServer, ServerConfig
@@ -178,6 +179,12 @@ def engine_setup(args: argparse.Namespace, console: Console) -> EngineSetup:
         local = build_model(env, args.model_preset)
         model_path, served, load_format = str(local.path), local.served_name, local.load_format
         model_meta = local.metadata()
+        need = local.needed_gib(args.max_model_len)
+        if need is not None:
+            model_meta["needed_gib"] = round(need, 1)
+            if not env.is_cpu:
+                check_fits(args.model_preset, need, local_gpus(), args.tensor_parallel_size or 1,
+                           args.gpu_memory_utilization or DEFAULT_UTILIZATION)
     config = ServerConfig(
         model=model_path, served_name=served, media_dir=cache_dir("workloads"),
         load_format=load_format, block_size=args.block_size or DEFAULT_BLOCK_SIZE,

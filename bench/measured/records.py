@@ -97,6 +97,9 @@ class PassInfo:
     #: Behind a router: how requests were attributed and each replica's counter delta
     #: (``bench.run.replicas.PerReplica.delta``); empty for a single server.
     replicas: dict = field(default_factory=dict)
+    #: With ``--ray``: each sender's node, host, clock offset and any loss
+    #: (:mod:`bench.run.ray_workers`); empty otherwise.
+    senders: list = field(default_factory=list)
 
 
 class RecordWriter:

@@ -24,6 +24,7 @@ import time
 from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import aiohttp
 from rich.progress import Progress
@@ -53,6 +54,9 @@ from bench.run.settings import RunOptions
 from bench.run.workers import Workers, sender, slots, worker_count
 from bench.vocab import MEASURE, Failure
 from bench.workload import Workload
+
+if TYPE_CHECKING:
+    from bench.run.ray_workers import RayWorkers
 
 log = logging.getLogger(__name__)
 #: Records of the measured requests are written in batches at most this late (s).
@@ -93,6 +97,7 @@ class Runner:
         self.deadline: float | None = None
         self.hurry = asyncio.Event()  # set when the run stops early
         self._health: asyncio.Future | None = None
+        self.paths: list[RequestPath] = []
 
     def salt_for(self, req: dict, salt_mode: str) -> str | None:
         if salt_mode == "none" or req["salt_ref"] is None:
@@ -125,7 +130,7 @@ class Runner:
             yield
 
     async def run(self) -> list[PassInfo]:
-        paths = self.make_paths()
+        paths = self.paths = self.make_paths()
         n = self.workload.metadata["counts"]["requests"]
         if self.opts.deadline_s is not None:
             self.deadline = time.monotonic() + self.opts.deadline_s
@@ -133,7 +138,7 @@ class Runner:
         with RecordWriter(self.out_dir / RECORDS_FILE, RECORD_DELAY_S) as writer, \
                 RecordWriter(self.out_dir / LAYOUTS_FILE) as layouts, \
                 RecordWriter(self.out_dir / PASSES_FILE) as passes, \
-                Workers(self.opts, self.out_dir, measure_in_worker) as self.workers:
+                self.make_workers() as self.workers:
             async with self.open_session():
                 self.writer = writer
                 for repetition in range(self.opts.repeat):
@@ -152,6 +157,26 @@ class Runner:
                             await self.write_layouts(path, info, layouts)
                             passes.write(asdict(info))
         return self.passes
+
+    def make_workers(self) -> Workers | RayWorkers:
+        """The senders of the measured requests: processes of this machine, or Ray actors."""
+        if self.opts.ray is None:
+            return Workers(self.opts, self.out_dir, measure_in_worker)
+        from bench.run.ray_workers import RayWorkers
+
+        return RayWorkers(self.opts, self.workload, measure_in_worker, self.lost_share)
+
+    def lost_share(self, info: PassInfo, worker: int, reason: str) -> None:
+        """Record the measured requests of ``worker``'s share of the pass as failed: its
+        sender was lost, with what it had sent (Ray returns a sender's records at its end)."""
+        path = next(p for p in self.paths if p.name == info.path)
+        workers, concurrency = worker_count(self.opts), self.opts.max_concurrency
+        for i, (req, _) in enumerate(self.schedule(info)):
+            if sender(i, workers, concurrency) == worker:
+                record = self.head(path, info, req, MEASURE)
+                record.update(failed_exchange(Failure.LOST, reason))
+                record["end_s"] = round(time.perf_counter() - self.t0, 6)
+                self.take(record)
 
     async def measure_share(self, info: PassInfo, worker: int, start: float) -> str | None:
         """In worker process ``worker``: send the measured requests of the pass that fall to
@@ -286,18 +311,23 @@ class Runner:
         for req in reqs:
             await self.send(path, info, req, phase)
 
-    async def send(self, path: RequestPath, info: PassInfo, req: dict, phase: str) -> None:
-        """Build, send and record one request; failures become failed records."""
-        salt = self.salt_for(req, info.salt_mode)
+    def head(self, path: RequestPath, info: PassInfo, req: dict, phase: str) -> Record:
+        """A request's record before its outcome: what was sent, and when (now)."""
         modalities = [] if path.text_only else media_modalities(req)
-        record: Record = {  # type: ignore[typeddict-unknown-key] - "pass"
+        return {  # type: ignore[typeddict-unknown-key] - "pass"
             "schema_version": SCHEMA_VERSION, "run_id": self.run_id,
             "phase": phase, "pass": info.index, "path": path.name,
-            "salt_mode": info.salt_mode, "salt_digest": salts.digest(salt),
+            "salt_mode": info.salt_mode,
+            "salt_digest": salts.digest(self.salt_for(req, info.salt_mode)),
             "request_id": req["id"], "case": req["case"], "tenant": req["tenant"],
             "modality": modality_label(modalities), "oracle": req["oracle"]["expect"],
             "segment": self.segment, "start_s": round(time.perf_counter() - self.t0, 6),
         }
+
+    async def send(self, path: RequestPath, info: PassInfo, req: dict, phase: str) -> None:
+        """Build, send and record one request; failures become failed records."""
+        salt = self.salt_for(req, info.salt_mode)
+        record = self.head(path, info, req, phase)
         record.update(await self.servers.served(
             self.exchange(path, tagged(req, info.tag), req["max_tokens"], salt), record))
         record["end_s"] = round(time.perf_counter() - self.t0, 6)

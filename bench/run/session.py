@@ -13,6 +13,7 @@ from pathlib import Path
 from rich.console import Console
 
 from bench import aio
+from bench.engine.reference import check_modalities
 from bench.engine.target import Target
 from bench.errors import BenchError
 from bench.measured.records import PassLines
@@ -49,6 +50,8 @@ def run_benchmark(target: Target, workload: Workload, opts: RunOptions, out_dir:
     """Run (or, with ``resume``, continue) and save; return the results dict
     (``interrupted`` or ``stopped`` set if it did not finish). ``design``: the run's place
     in an A/B (:mod:`bench.campaigns.ab`), recorded in its metadata."""
+    check_modalities(target.metadata.get("model_info") or {},
+                     workload.metadata["counts"]["media"], workload.metadata["spec"]["name"])
     out_dir.mkdir(parents=True, exist_ok=True)
     records_path, layouts_path = out_dir / RECORDS_FILE, out_dir / LAYOUTS_FILE
     if resume is None:

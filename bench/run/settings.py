@@ -30,6 +30,8 @@ class RunOptions:
     deadline_s: float | None = None
     #: Processes that send the measured requests (bench.run.workers); 1: this one.
     workers: int = 1
+    #: The Ray cluster whose actors are the workers (bench.run.ray_workers); None: local.
+    ray: str | None = None
     #: Requests the cache model cannot judge exactly do not fail the run
     #: (bench.verdicts.runs.unjudged_problem).
     allow_unjudged: bool = False

@@ -12,6 +12,13 @@ from bench.campaigns.ab import Ab, AbDesign
 from bench.engine import gpu
 from bench.engine.environment import EngineEnv
 from bench.engine.gpu import Gpu, Placement, parse_query, place_replicas
+from bench.engine.reference import (
+    REFERENCES,
+    check_fits,
+    check_modalities,
+    kv_bytes_per_token,
+    needed_gib,
+)
 from bench.engine.replicas import placements, replica_config
 from bench.engine.server import CPU_MAX_NUM_SEQS, ServerConfig
 from bench.engine.setup import EngineSetup
@@ -113,3 +120,35 @@ def test_gpu_metadata_records_the_machine_and_engine(monkeypatch) -> None:
     meta = gpu.gpu_metadata(TWO, Path("/x"), "2.9.0+cu128")
     assert meta == {"count": 2, "names": ["NVIDIA H100 80GB HBM3"], "memory_mib": [81559],
                     "driver": ["550.54.15"], "cuda": "12.8", "torch": "2.9.0+cu128"}
+
+
+def test_a_real_architecture_that_cannot_fit_is_refused_before_any_server_starts(
+        monkeypatch) -> None:
+    config = REFERENCES["qwen2.5-vl-7b"]["config"]
+    # 28 layers x K and V x 4 KV heads x 128 dims x 2 bytes
+    assert kv_bytes_per_token(config) == 28 * 2 * 4 * 128 * 2
+    need = needed_gib(8_000_000_000, config, 8192)
+    assert need == pytest.approx((16e9 + 57344 * 8192) / 2**30)
+    small = parse_query("0, NVIDIA L4, 23034, 550.54.15\n")
+    check_fits("p", need, small, 1, 0.9)  # 15.3 GiB in 20.2 GiB
+    with pytest.raises(BenchError, match=r"'p' needs 15.3 GiB .* 1 GPU\(s\) give 10.1 GiB"):
+        check_fits("p", need, small, 1, 0.45)
+    check_fits("p", need, [], 1, 0.9)  # no GPU listed: nothing to check here
+    # two replicas sharing the L4: each gets 0.45 of it, too little for the model
+    monkeypatch.setattr("bench.engine.replicas.local_gpus", lambda: small)
+    setup = _setup(True)
+    setup = EngineSetup(setup.env, setup.supported, setup.config,
+                        {"preset": "p", "needed_gib": need})
+    with pytest.raises(BenchError, match="needs 15.3 GiB"):
+        placements(setup, 2)
+    assert placements(setup, 1) == [Placement("0")]
+
+
+def test_a_workload_with_media_the_model_cannot_take_is_refused() -> None:
+    vl = {"model": "saltbench-qwen2.5-vl-7b", "architecture": "Qwen2_5_VLForConditionalGeneration",
+          "modalities": ["image", "video"]}
+    check_modalities(vl, {"image": 3, "audio": 0, "video": 1}, "image")
+    with pytest.raises(BenchError, match="workload 'demo' has audio media, which "
+                                         "saltbench-qwen2.5-vl-7b .* takes image, video"):
+        check_modalities(vl, {"image": 3, "audio": 2, "video": 1}, "demo")
+    check_modalities({"model": "m"}, {"audio": 2}, "demo")  # modalities not stated: not checked

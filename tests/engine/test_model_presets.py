@@ -34,7 +34,8 @@ def test_unknown_preset_is_named() -> None:
 
 
 def test_demo_preset_follows_the_cpu(tmp_path, monkeypatch):
-    """The medium model only where vLLM's fast CPU path (AVX-512) or a GPU serves it."""
+    """The medium model only where vLLM's fast CPU path (AVX-512) serves it; a real
+    architecture on a GPU."""
     from bench.engine import model
 
     monkeypatch.setattr(model, "has_cuda_gpu", lambda: False)
@@ -45,4 +46,4 @@ def test_demo_preset_follows_the_cpu(tmp_path, monkeypatch):
     assert model.demo_preset(info) == "medium"
     assert model.demo_preset(tmp_path / "missing") == "tiny"
     monkeypatch.setattr(model, "has_cuda_gpu", lambda: True)
-    assert model.demo_preset(info.with_name("missing")) == "medium"
+    assert model.demo_preset(info.with_name("missing")) == "qwen2.5-omni-7b"
