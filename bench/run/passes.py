@@ -241,7 +241,7 @@ class Runner:
         gc.freeze()  # no collection pauses in the pass to scan what lives through it
         start = time.perf_counter()
         try:
-            if self.workers:
+            if self.workers and not self.stopped:  # once stopped, the rest is unsent here
                 for reason in await self.workers.measure(self.plan(), info, self.take):
                     self.stop(reason)
             else:
