@@ -5,6 +5,8 @@
 from __future__ import annotations
 
 import io
+import re
+import socket
 import tarfile
 from pathlib import Path
 
@@ -20,6 +22,29 @@ def ray_module():
         import ray
     except ImportError:
         raise BenchError("--ray needs the ray package: pip install 'saltbench[ray]'") from None
+    return ray
+
+
+#: A cluster address given as HOST:PORT (``auto`` and ``ray://`` addresses are Ray's to find).
+_HOST_PORT = re.compile(r"^(?P<host>[^:/]+):(?P<port>\d+)$")
+
+
+def connect(address: str):
+    """Connect to the Ray cluster at ``address``; the ``ray`` module. A BenchError names the
+    address when nothing answers there (Ray itself would wait minutes for a GCS at a
+    HOST:PORT where none listens)."""
+    ray = ray_module()
+    match = _HOST_PORT.match(address)
+    if match:
+        try:
+            socket.create_connection((match["host"], int(match["port"])), timeout=5).close()
+        except OSError as exc:
+            raise BenchError(f"--ray {address}: no Ray cluster answers there ({exc}); start "
+                             "one with `ray start --head` (see docs/cluster.md)") from None
+    try:
+        ray.init(address=address, log_to_driver=True)
+    except ConnectionError as exc:
+        raise BenchError(f"--ray {address}: {exc}") from None
     return ray
 
 

@@ -44,7 +44,7 @@ from bench import SCHEMA_VERSION
 from bench.cachedirs import cache_dir
 from bench.docio import write_json
 from bench.engine.gpu import Placement
-from bench.engine.replicas import placements
+from bench.engine.replicas import on_gpus, placements
 from bench.engine.server import ManagedServer
 from bench.engine.setup import (
     EngineSetup,
@@ -135,13 +135,9 @@ def _placed(setup: EngineSetup, name: str, binding: str | None,
     error: a kernel read while the other writes it), its engine's OpenMP threads bound to
     ``binding`` (CPU engines) or its ``gpus`` (CUDA engines: both sides are up at once)."""
     env = {"TORCHINDUCTOR_CACHE_DIR": str(cache_dir("inductor") / name)}
-    config = setup.config
+    config = on_gpus(setup.config, gpus)
     if binding is not None and setup.env.is_cpu:
         env["VLLM_CPU_OMP_THREADS_BIND"] = binding
-    if gpus is not None:
-        env["CUDA_VISIBLE_DEVICES"] = gpus.devices
-        if gpus.memory_share is not None:
-            config = replace(config, gpu_memory_utilization=gpus.memory_share)
     return replace(setup, config=replace(config, extra_env={**config.extra_env, **env}))
 
 

@@ -32,8 +32,8 @@ def _engine_args(args: argparse.Namespace, spec: EngineSpec) -> argparse.Namespa
 
 
 def one_engine(args: argparse.Namespace, spec: EngineSpec, workload: Workload,
-                opts: RunOptions, iso: IsolationOptions | None, out: Path,
-                console: Console) -> dict:
+               opts: RunOptions, iso: IsolationOptions | None, out: Path,
+               console: Console) -> dict:
     """Provision, serve, run and isolate one engine; its entry of the matrix."""
     entry: dict = {"engine": str(spec), "dir": str(out)}
     started = time.monotonic()

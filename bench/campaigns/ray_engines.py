@@ -25,7 +25,7 @@ from rich.console import Console
 from bench.campaigns.engine_run import one_engine
 from bench.engine.spec import EngineSpec
 from bench.isolation.experiment import IsolationOptions
-from bench.ray_support import land, node, pack, ray_module, ship, unpack
+from bench.ray_support import connect, land, node, pack, ship, unpack
 from bench.run.settings import RunOptions
 from bench.workload import Workload
 
@@ -52,8 +52,7 @@ def run_on_ray(args: argparse.Namespace, workload: Workload, opts: RunOptions,
                done: Callable[[int, dict], None]) -> None:
     """Every engine of ``args.engines`` as a Ray task on the cluster at ``args.ray``;
     ``done(i, entry)`` as engine ``i`` finishes (its directory already unpacked)."""
-    ray = ray_module()
-    ray.init(address=args.ray, log_to_driver=True)
+    ray = connect(args.ray)
     try:
         nodes = [n for n in ray.nodes() if n.get("Alive")]
         console.print(f"Ray cluster {args.ray}: {len(nodes)} node(s); "

@@ -2,9 +2,8 @@
 (``tiny``, ``medium``) and real architectures without weights (:mod:`bench.engine.reference`).
 
 The build runs ``scripts/build_omni.py`` (``build_reference.py``) in the engine environment
-and is cached
-under ``<cache>/models/<preset>-<key>``, keyed by the preset, the builder script and
-the engine's transformers version: the same key gives the same files. The directory
+and is cached under ``<cache>/models/<preset>-<key>``, keyed by the preset, the builder
+script and the engine's transformers version: the same key gives the same files. The directory
 appears in one rename, with :data:`FILES_MANIFEST` (every file's size and sha256);
 a reused model whose files differ from it is built again.
 """

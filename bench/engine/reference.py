@@ -31,7 +31,8 @@ QWEN25_SPECIAL = [
     "</tool_call>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>", "<|fim_pad|>",
     "<|repo_name|>", "<|file_sep|>",
 ]
-#: Qwen2.5-Omni's added tokens, in id order after the BPE ranks.
+#: Qwen2.5-Omni's added tokens, in id order after the BPE ranks (those its config names are
+#: checked by the builder; the order of the others is recalled, not copied).
 QWEN25_OMNI_SPECIAL = [
     "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|AUDIO|>", "<|audio_bos|>", "<|audio_eos|>",
     "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_bos|>", "<|vision_eos|>",

@@ -87,6 +87,17 @@ def placements(setup: EngineSetup, n: int) -> list[Placement | None]:
     return where
 
 
+def on_gpus(config: ServerConfig, placement: Placement | None) -> ServerConfig:
+    """``config`` on ``placement``'s GPUs (``CUDA_VISIBLE_DEVICES``) with its share of their
+    memory; unchanged without a placement (a CPU engine)."""
+    if placement is None:
+        return config
+    if placement.memory_share is not None:
+        config = replace(config, gpu_memory_utilization=placement.memory_share)
+    return replace(config, extra_env={**config.extra_env,
+                                      "CUDA_VISIBLE_DEVICES": placement.devices})
+
+
 def replica_config(setup: EngineSetup, index: int, kv_port: int,
                    placement: Placement | None = None) -> ServerConfig:
     """Replica ``index``'s config: the shared one, plus the header middleware and KV events
@@ -104,13 +115,9 @@ def replica_config(setup: EngineSetup, index: int, kv_port: int,
         args += ["--kv-events-config", json.dumps({
             "enable_kv_cache_events": True, "publisher": "zmq", "endpoint": f"tcp://*:{kv_port}",
             "topic": "kv"}, separators=(",", ":"))]
-    config = setup.config
+    config = on_gpus(setup.config, placement)
     if setup.env.is_cpu:
         env["VLLM_CPU_OMP_THREADS_BIND"] = str(index % (os.cpu_count() or 1))
-    elif placement is not None:
-        env["CUDA_VISIBLE_DEVICES"] = placement.devices
-        if placement.memory_share is not None:
-            config = replace(config, gpu_memory_utilization=placement.memory_share)
     # Replicas start at once: each compiles into its own cache (bench.campaigns.ab._placed).
     env["TORCHINDUCTOR_CACHE_DIR"] = str(cache_dir("inductor") / f"replica-{index}")
     return replace(config, extra_args=[*config.extra_args, *args],

@@ -26,13 +26,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from bench.errors import BenchError
 from bench.measured.records import PassInfo, iter_records
-from bench.ray_support import land, node, ray_module, ship
+from bench.ray_support import connect, land, node, ray_module, ship
 from bench.run.settings import RunOptions
 from bench.run.workers import LEAD_S, Task, worker_count
 
 #: Round trips per actor to measure its clock offset.
 CLOCK_PINGS = 7
+#: How long the cluster may take to place the senders (s).
+PLACE_TIMEOUT_S = 60.0
 #: ``lost(info, worker, reason)``: record the share of a worker that was lost as failed.
 Lost = Callable[[PassInfo, int, str], None]
 
@@ -78,20 +81,33 @@ class RayWorkers:
     def __enter__(self) -> RayWorkers:
         if not self:
             return self
-        ray = ray_module()
+        ray = connect(self.opts.ray)
+        try:
+            self._start(ray)
+        except BaseException:
+            ray.shutdown()
+            raise
+        return self
+
+    def _start(self, ray) -> None:
+        """Place the actors (a BenchError when the cluster cannot within PLACE_TIMEOUT_S),
+        ship them the workload, align their clocks."""
         from ray.util.placement_group import placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-        ray.init(address=self.opts.ray, log_to_driver=True)
         nodes = sum(1 for n in ray.nodes() if n.get("Alive"))
         strategy = "STRICT_SPREAD" if self.count <= nodes else "SPREAD"
         group = placement_group([{"CPU": 1}] * self.count, strategy=strategy)
-        ray.get(group.ready())
+        try:
+            ray.get(group.ready(), timeout=PLACE_TIMEOUT_S)
+        except ray.exceptions.GetTimeoutError:
+            raise BenchError(f"--ray {self.opts.ray}: the cluster ({nodes} node(s)) could not "
+                             f"place {self.count} senders of one free CPU each "
+                             f"({strategy}) within {PLACE_TIMEOUT_S:g} s") from None
         shipped, actor = ray.put(ship(self.workload)), ray.remote(num_cpus=1, max_restarts=0)(Sender)
         self.actors = [actor.options(scheduling_strategy=PlacementGroupSchedulingStrategy(
             group, placement_group_bundle_index=k)).remote(shipped) for k in range(self.count)]
         self.senders = [{"worker": k, **self._align(a)} for k, a in enumerate(self.actors)]
-        return self
 
     def _align(self, actor) -> dict:
         """Where ``actor`` runs and its clock's offset from the driver's (seconds to add
@@ -109,7 +125,7 @@ class RayWorkers:
                 "clock_offset_s": round(best[1], 6), "offset_uncertainty_s": round(best[0] / 2, 6)}
 
     def __exit__(self, *exc: object) -> None:
-        if self.actors:
+        if self:
             ray_module().shutdown()
 
     async def measure(self, plan: object, info: PassInfo, take: Callable[[dict], None]

@@ -4,11 +4,16 @@ workload landed on a node's cache once and checked; the resources an engine's ta
 from __future__ import annotations
 
 import argparse
+import socket
+import time
 from pathlib import Path
+
+import pytest
 
 from bench.campaigns.ray_engines import _resources
 from bench.engine.spec import parse_engine_spec
-from bench.ray_support import land, pack, ship, unpack
+from bench.errors import BenchError
+from bench.ray_support import connect, land, pack, ship, unpack
 from bench.workload import open_workload
 
 
@@ -37,3 +42,14 @@ def test_an_engines_task_asks_for_its_servers_gpus_or_cpus() -> None:
     assert _resources(args, parse_engine_spec("vllm==0.32.0")) == {"num_cpus": 1, "num_gpus": 1}
     args.tensor_parallel_size = 4
     assert _resources(args, parse_engine_spec("vllm==0.32.0"))["num_gpus"] == 4
+
+
+def test_an_address_where_no_cluster_answers_is_refused_at_once() -> None:
+    pytest.importorskip("ray")
+    with socket.socket() as free:  # a port nothing listens on
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    began = time.monotonic()
+    with pytest.raises(BenchError, match=f"--ray 127.0.0.1:{port}: no Ray cluster answers"):
+        connect(f"127.0.0.1:{port}")
+    assert time.monotonic() - began < 10  # Ray alone waits minutes there
