@@ -4,17 +4,19 @@ interleaved too), judged as pairs by :mod:`bench.compare.paired`.
 
 For each start pair ``s``, both sides' servers are started together (in a drawn order) and
 warmed up with a block of their own (``warmup/``: the first block on fresh servers ran up to
-17% apart); then for each block ``b`` the workload goes to both, one side after the other in
-an order drawn per block, each time as a run of its own (unique pass tags: no block shares a
-cache key with another); then both servers are stopped. Drift of the machine and its
-neighbours weighs on both sides alike, and the spread between server starts enters the
-interval instead of the threshold. A side given as a server URL cannot be restarted: it
-serves every start pair (``restarted: false`` in ``ab.json``).
+17% apart); then for each block ``b`` the workload goes to both, each side's share a run of
+its own (unique pass tags: no block shares a cache key with another), the two runs taking
+turns pass by pass (:mod:`bench.run.lockstep`; without lockstep, one side's run after the
+other's, either side first in as many blocks as the other); then both servers are
+stopped. Drift of the machine and its neighbours weighs on both sides alike, and the spread
+between server starts enters the interval instead of the threshold. A side given as a
+server URL cannot be restarted: it serves every start pair (``restarted: false`` in
+``ab.json``).
 
 With ``pin`` (CPU engines on a machine of at least two CPUs), the two sides' engines run
 their OpenMP threads on disjoint halves of the CPUs, the halves swapped between start pairs
 (counterbalanced: a CPU that is faster or busier weighs on both sides alike). Two servers
-then start up at once without sharing a CPU, and while one side's block runs, the client
+then start up at once without sharing a CPU, and while one side's pass runs, the client
 and API servers have the other half to themselves.
 
 Output (``ab.json`` is rewritten after every block; an interrupted A/B keeps what it
@@ -57,7 +59,8 @@ from bench.engine.spec import EngineSpec, parse_engine_spec
 from bench.engine.target import Target
 from bench.errors import BenchError
 from bench.outputs import AB_FILE, AB_KIND, new_run_id
-from bench.run.session import run_benchmark
+from bench.run.lockstep import Lockstep
+from bench.run.session import RunSession, run_benchmark, run_in_lockstep
 from bench.run.settings import RunOptions
 from bench.workload import Workload
 
@@ -106,10 +109,13 @@ def parse_side(name: str, text: str, serve_args: list[str] | None = None) -> AbS
 class AbDesign:
     """How many server starts per side, blocks per start, the seed of the orders, pinning."""
 
-    starts: int = 6
-    blocks: int = 3
+    starts: int = 8
+    blocks: int = 2
     seed: int = 0
     pin: bool = True
+    #: The sides take turns pass by pass (:mod:`bench.run.lockstep`); else one
+    #: side's whole block after the other's.
+    lockstep: bool = True
 
 
 def cpu_halves(cpus: int) -> tuple[str, str] | None:
@@ -128,13 +134,13 @@ def _setup(args: argparse.Namespace, side: AbSide, console: Console) -> EngineSe
         "serve_args": [*args.serve_args, *side.serve_args]}), console)
 
 
-def _placed(setup: EngineSetup, name: str, binding: str | None,
+def _placed(setup: EngineSetup, cache: str, binding: str | None,
             gpus: Placement | None = None) -> EngineSetup:
-    """``setup`` for side ``name``: its own torch compile cache (the two sides start at
-    once, and two servers compiling into one empty cache were seen to fail with a C++
-    error: a kernel read while the other writes it), its engine's OpenMP threads bound to
-    ``binding`` (CPU engines) or its ``gpus`` (CUDA engines: both sides are up at once)."""
-    env = {"TORCHINDUCTOR_CACHE_DIR": str(cache_dir("inductor") / name)}
+    """``setup`` with torch compile cache ``cache`` (one per server up at once: two servers
+    compiling into one empty cache were seen to fail with a C++ error, a kernel read while
+    the other writes it), its engine's OpenMP threads bound to ``binding`` (CPU engines) or
+    its ``gpus`` (CUDA engines: both sides are up at once)."""
+    env = {"TORCHINDUCTOR_CACHE_DIR": str(cache_dir("inductor") / cache)}
     config = on_gpus(setup.config, gpus)
     if binding is not None and setup.env.is_cpu:
         env["VLLM_CPU_OMP_THREADS_BIND"] = binding
@@ -197,18 +203,30 @@ class Ab:
         return {name: self.halves[(i + start) % 2] for i, name in enumerate(SIDES)
                 if name in self.setups}
 
+    def caches(self, start: int) -> dict[str, str]:
+        """Each managed side's compile cache in start pair ``start``: two caches, swapped
+        every start pair like the CPU halves. With a cache of its own per side, all four
+        same-build A/Bs of 2026-12-06 measured the new side's mean TPOT higher (+1.7% to
+        +22%); whether the caches caused it is not known, but swapped, whatever a cache
+        holds weighs on both sides alike."""
+        return {name: f"ab-{(i + start) % 2}" for i, name in enumerate(SIDES)
+                if name in self.setups}
+
     @contextlib.contextmanager
     def serve(self, start: int) -> Iterator[dict[str, Target]]:
         """Every side's target for start pair ``start``: managed servers started together
         (in a drawn order) and stopped on exit, whatever happens."""
         order = self.rng.sample(sorted(self.setups), len(self.setups))
-        bindings = self.bindings(start)
+        bindings, caches = self.bindings(start), self.caches(start)
         self.doc.setdefault("bindings", []).append(bindings)
+        self.doc.setdefault("compile_caches", []).append(caches)
+        placed = {name: _placed(self.setups[name], caches[name], bindings[name],
+                                self.gpus[name]) for name in self.setups}
         servers: dict[str, ManagedServer] = {}
         with contextlib.ExitStack() as stack:
             began = time.monotonic()
             for name in order:
-                server = _placed(self.setups[name], name, bindings[name], self.gpus[name]).server(
+                server = placed[name].server(
                     cache_dir("logs") / f"server-{log_stamp()}-{self.id}-{name}-s{start}.log",
                     None, self.args.start_timeout)
                 stack.callback(server.stop)
@@ -220,35 +238,62 @@ class Ab:
                                f"{' and '.join(order)} ready in {time.monotonic() - began:.0f}s")
             targets = dict(self.fixed)
             for name, server in servers.items():
-                setup = _placed(self.setups[name], name, bindings[name], self.gpus[name])
+                setup = placed[name]
                 targets[name] = with_capabilities(Target(
                     server.base_url, setup.config.served_name, setup.config.block_size,
                     setup.config.media_dir, setup.metadata(server), api_key=self.args.api_key))
             yield targets
 
-    def block(self, targets: dict[str, Target], start: int, block: int | None) -> None:
+    def orders(self) -> list[tuple[str, str]]:
+        """The side orders of one start pair's blocks: as many blocks with base first as
+        with new first (one more of a drawn one when the blocks are odd), shuffled. The side
+        that went first in a block had mean TPOT 3.3% ± 1.3% lower (2026-12-06, 36 units):
+        balanced, such a position effect cancels within the start pair instead of adding
+        to its spread."""
+        first = self.rng.sample(SIDES, 2)
+        orders = [tuple(first) if i % 2 == 0 else tuple(reversed(first))
+                  for i in range(self.design.blocks)]
+        self.rng.shuffle(orders)
+        return orders
+
+    def block(self, targets: dict[str, Target], start: int, block: int | None,
+              order: tuple[str, str] | None) -> None:
         """Block ``block`` of start pair ``start`` (None: its warm-up block, kept apart and
-        never judged): the workload to both sides, in a drawn order, each a run of its own."""
-        order = self.rng.sample(SIDES, 2)
-        entry = {"start": start, "block": block, "order": order, "runs": {}}
+        never judged): the workload to both sides, each a run of its own, in lockstep
+        (``order`` None) or one side's run after the other's in ``order``."""
+        entry: dict = {"start": start, "block": block, "order": order and list(order),
+                       "runs": {}}
         if block is not None:
             self.doc["schedule"].append(entry)
         quiet = Console(stderr=True, quiet=True)
-        for position, name in enumerate(order):
-            run_dir = (self.out / name / f"s{start}-b{block}" if block is not None else
-                       self.out / WARMUP / name / f"s{start}")
-            design = {"id": self.id, "side": name, "start": start, "block": block,
-                      "position": position}
-            results = run_benchmark(targets[name], self.workload, self.opts, run_dir,
-                                    new_run_id(f"ab-{name}"), quiet, design=design)
-            entry["runs"][name] = {"dir": str(run_dir), "interrupted": results["interrupted"],
-                                   "stopped": results["stopped"]}
-            if results["interrupted"] or results["stopped"]:
-                raise BenchError(f"{run_dir}: the run did not finish "
-                                 f"({results['stopped'] or 'interrupted'})")
+        dirs = {name: self.out / name / f"s{start}-b{block}" if block is not None else
+                self.out / WARMUP / name / f"s{start}" for name in SIDES}
+
+        def design(name: str, position: int | None) -> dict:
+            return {"id": self.id, "side": name, "start": start, "block": block,
+                    "position": position}
+
+        if order is None:
+            lock = Lockstep(SIDES, self.rng.randrange(2 ** 32))
+            results = run_in_lockstep({name: RunSession(
+                targets[name], self.workload, self.opts, dirs[name], new_run_id(f"ab-{name}"),
+                quiet, design=design(name, None)) for name in SIDES}, lock)
+            entry["steps"] = len(lock.firsts)
+        else:
+            results = {name: run_benchmark(targets[name], self.workload, self.opts, dirs[name],
+                                           new_run_id(f"ab-{name}"), quiet,
+                                           design=design(name, position))
+                       for position, name in enumerate(order)}
+        for name, done in results.items():
+            entry["runs"][name] = {"dir": str(dirs[name]), "interrupted": done["interrupted"],
+                                   "stopped": done["stopped"]}
+            if done["interrupted"] or done["stopped"]:
+                raise BenchError(f"{dirs[name]}: the run did not finish "
+                                 f"({done['stopped'] or 'interrupted'})")
         self.save()
         what = "warm-up block" if block is None else f"block {block + 1}/{self.design.blocks}"
-        self.console.print(f"  {what}: {' then '.join(order)}")
+        self.console.print(f"  {what}: " + (" then ".join(order) if order else
+                                             f"in lockstep, {entry['steps']} steps"))
 
     def run(self) -> dict:
         """Every start pair and block; ``ab.json`` says how far it got, whatever happens."""
@@ -261,9 +306,13 @@ class Ab:
             self.save()
             for start in range(self.design.starts):
                 with self.serve(start) as targets:
-                    self.block(targets, start, None)
-                    for block in range(self.design.blocks):
-                        self.block(targets, start, block)
+                    if self.design.lockstep:
+                        orders: list = [None] * (self.design.blocks + 1)
+                    else:
+                        orders = [tuple(self.rng.sample(SIDES, 2)), *self.orders()]
+                    self.block(targets, start, None, orders[0])
+                    for block, order in enumerate(orders[1:]):
+                        self.block(targets, start, block, order)
             self.doc["status"] = "complete"
         except KeyboardInterrupt:
             self.doc["status"] = "interrupted"

@@ -26,7 +26,7 @@ import math
 from collections.abc import Iterable
 
 from bench.compare.intervals import estimate, scale, unscale
-from bench.compare.paired import Paired, averaged, combine, merged, pairs, unit_changes
+from bench.compare.paired import Paired, Unit, averaged, combine, merged, pairs, unit_changes
 from bench.compare.power import detectable, units_needed
 from bench.compare.samples import Side
 from bench.compare.thresholds import Settings, Thresholds, format_threshold
@@ -88,14 +88,19 @@ def judge_paired(metric: Metric, est: Paired | None, threshold: float | None,
                           f"units; {more}"), fields
 
 
-def _summary(metric: Metric, base: Side, new: Side, keys: list, settings: Settings,
-             per_group: dict) -> Paired | None:
-    """The change of ``keys``' groups together: per-request metrics over their requests
-    pooled unit by unit, per-pass metrics as the mean of their groups' unit changes."""
+def summary_changes(metric: Metric, base: Side, new: Side, keys: list, settings: Settings,
+                    per_group: dict | None = None) -> dict[Unit, float]:
+    """Per unit: the change of ``keys``' groups together; per-request metrics over their
+    requests pooled unit by unit, per-pass metrics as the mean of their groups' unit changes
+    (``per_group``: those changes, where already computed)."""
     if not metric.per_request:
-        return combine(averaged([per_group[k] for k in keys]))
+        if per_group is None:
+            per_group = {k: unit_changes(metric, base.groups[k], new.groups[k],
+                                         pairs(base.groups[k], new.groups[k]),
+                                         settings.min_requests) for k in keys}
+        return averaged([per_group[k] for k in keys])
     b, n = (merged([side.groups[k] for k in keys]) for side in (base, new))
-    return combine(unit_changes(metric, b, n, pairs(b, n), settings.min_requests))
+    return unit_changes(metric, b, n, pairs(b, n), settings.min_requests)
 
 
 def ab_rows(base: Side, new: Side, thresholds: Thresholds,
@@ -110,10 +115,10 @@ def ab_rows(base: Side, new: Side, thresholds: Thresholds,
         per_group = {k: unit_changes(metric, base.groups[k], new.groups[k], paired[k],
                                      settings.min_requests) for k in keys}
         rows.append(((ALL, ALL, ALL), metric,
-                     _summary(metric, base, new, keys, settings, per_group), True))
+                     combine(summary_changes(metric, base, new, keys, settings, per_group)), True))
         for path in dict.fromkeys(k[0] for k in keys):
-            rows.append(((path, ALL, ALL), metric, _summary(
-                metric, base, new, [k for k in keys if k[0] == path], settings, per_group),
+            rows.append(((path, ALL, ALL), metric, combine(summary_changes(
+                metric, base, new, [k for k in keys if k[0] == path], settings, per_group)),
                 False))
         for key, changes in per_group.items():
             rows.append((key, metric, combine(changes), False))

@@ -11,8 +11,9 @@ Per unit, on the interval's scale (log ratio, or percentage points for rates):
 
 A row over several groups (a path's summary) averages its groups' unit changes per unit.
 
-A start pair's change is the median of its units' changes (a block that a transient of
-the machine hit, 25% off in a same-build A/B here, does not move it); the change is the mean
+A start pair's change is the median of its units' changes (from 3 blocks on, a block that
+a transient of the machine hit, 25% off in a same-build A/B here, does not move it; the
+median of 2 is their mean); the change is the mean
 over start pairs, its standard error from their spread (``df`` = start pairs - 1): valid
 whatever the sizes of the start, block and request effects, since start pairs are
 independent. Units are never pooled

@@ -56,6 +56,7 @@ from bench.vocab import MEASURE, Failure
 from bench.workload import Workload
 
 if TYPE_CHECKING:
+    from bench.run.lockstep import Lockstep
     from bench.run.ray_workers import RayWorkers
 
 log = logging.getLogger(__name__)
@@ -98,6 +99,13 @@ class Runner:
         self.hurry = asyncio.Event()  # set when the run stops early
         self._health: asyncio.Future | None = None
         self.paths: list[RequestPath] = []
+        #: An A/B side's turns with the other side's runner (:mod:`bench.run.lockstep`).
+        self.lockstep: Lockstep | None = None
+        self.side = ""
+
+    def turn(self) -> contextlib.AbstractAsyncContextManager:
+        """This runner's next pass in lockstep with another (nothing to wait for alone)."""
+        return self.lockstep.turn(self.side) if self.lockstep else contextlib.nullcontext()
 
     def salt_for(self, req: dict, salt_mode: str) -> str | None:
         if salt_mode == "none" or req["salt_ref"] is None:
@@ -152,9 +160,11 @@ class Runner:
                         info = PassInfo(index, path.name, salt_mode,
                                         f"{self.run_id[-6:]}{index:04d}", repetition)
                         self.passes.append(info)
-                        await self.run_pass(path, info)
+                        async with self.turn():
+                            await self.run_pass(path, info)
+                            if not self.stopped:
+                                await self.write_layouts(path, info, layouts)
                         if not self.stopped:
-                            await self.write_layouts(path, info, layouts)
                             passes.write(asdict(info))
         return self.passes
 
@@ -228,6 +238,8 @@ class Runner:
             self.stopped = reason
             log.warning("stopping the run: %s", reason)
             self.hurry.set()
+            if self.lockstep:
+                self.lockstep.leave(self.side)
 
     async def run_pass(self, path: RequestPath, info: PassInfo) -> None:
         """Warm-up, prime and measure; a stopped run records the pass's requests unsent."""

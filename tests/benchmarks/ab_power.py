@@ -1,14 +1,17 @@
 """The A/B gate's power curve (issue 23; a benchmark, not a test: its figures go to docs/ab.md).
 
     .venv/bin/python tests/benchmarks/ab_power.py OUT [--runs N] [--slowdowns 0,0.05,0.1,0.2]
-        [--chart PNG] [-- AB-ARGS...]
+        [--chart PNG] [--report | --components] [-- AB-ARGS...]
 
 Runs N A/Bs per slow-down through saltbench's CLI (``ab --base E --new E'``, E' the same
 engine interpreter with every engine step made that much slower, :mod:`tests.slowdown`),
 the conditions interleaved (run 1 of every slow-down, then run 2, ...) so that drift of the
 machine weighs on all of them; every A/B gets its own order seed. AB-ARGS go to every A/B
 (default: the A/B's own defaults). A/Bs already in OUT are reused, so an interrupted
-benchmark goes on where it stopped.
+benchmark goes on where it stopped; only their ``result.json`` files are needed (each holds
+the A/B's outcome and its unit table), so a campaign can be kept and continued without the
+A/B directories. ``--report`` summarizes OUT without running; ``--components`` says where
+the noise of its A/Bs comes from.
 
 Prints and writes ``OUT/power.json`` and ``OUT/power.md``: per slow-down, the share of A/Bs
 that failed the gate (exit 1: a false alarm at 0, a detection otherwise), could not judge
@@ -67,10 +70,24 @@ def one_ab(out: Path, python: Path, fraction: float, seed: int, extra: list[str]
     doc = json.loads(compare.read_text())
     gated = {r["metric"]: {k: r.get(k) for k in ("state", "change", "low", "high", "detectable")}
              for r in doc["rows"] if r.get("gated") and r["path"] == "all"}
-    entry = {"slowdown": fraction, "seed": seed, "exit": proc.returncode,
-             "wall_s": round(wall, 1), "gated": gated}
+    entry = {"slowdown": fraction, "seed": seed, "ab_args": extra, "exit": proc.returncode,
+             "wall_s": round(wall, 1), "gated": gated, "units": unit_table(out)}
     result.write_text(json.dumps(entry, indent=1))
     return entry
+
+
+def results_in(out: Path) -> list[dict]:
+    """Every finished A/B's ``result.json`` in ``out`` (the one place the benchmark's
+    figures come from: the A/B directories may be deleted, these are kept), with the unit
+    table added where an older result lacks it and its A/B directory is still there."""
+    entries = []
+    for path in sorted(out.glob("slow*-*/result.json")):
+        entry = json.loads(path.read_text())
+        if "units" not in entry and (path.parent / "ab.json").exists():
+            entry["units"] = unit_table(path.parent)
+            path.write_text(json.dumps(entry, indent=1))
+        entries.append(entry)
+    return entries
 
 
 def summarize(entries: list[dict]) -> dict:
@@ -198,6 +215,77 @@ def subsample(long_dirs: list[Path], sizes: list[int], draws: int, seed: int) ->
     return out
 
 
+def unit_table(d: Path) -> dict[str, dict]:
+    """Per gated metric of A/B ``d``: its change in every unit (start, block) over all
+    requests, as the gate computes it, with the unit's position (which side ran first) and
+    the base side's CPU half."""
+    from bench.compare.ab_rows import summary_changes
+    from bench.compare.samples import load_side
+    from bench.compare.thresholds import defaults
+    from bench.registry import METRICS
+
+    ab = json.loads((d / "ab.json").read_text())
+    base, new = load_side(d / "base"), load_side(d / "new")
+    first = {(e["start"], e["block"]): e["order"] and e["order"][0] for e in ab["schedule"]}
+    half = [b.get("base") for b in ab.get("bindings", [])]
+    out = {}
+    for m in METRICS.values():
+        if m.ab_threshold is None or m.name not in METRICS_SHOWN:
+            continue
+        keys = [k for k in base.groups if k in new.groups]
+        changes = summary_changes(m, base, new, keys, defaults(ab=True).settings)
+        out[m.name] = [{"start": u[0], "block": u[1], "change": c, "first": first.get(u[:2]),
+                        "base_cpus": half[u[0]] if u[0] < len(half) else None}
+                       for u, c in sorted(changes.items())]
+    return out
+
+
+def components(entries: list[dict]) -> dict:
+    """Where the noise of the gate's metrics comes from, over the A/Bs of ``entries`` (their
+    unit tables; each A/B's own change is removed by centring on its mean): the spread of units within a start
+    pair, the spread of start pairs' medians, and two design effects, each a mean
+    difference of unit changes with its standard error: the side that ran first in a block
+    (new first minus base first, halved: what one position adds to a side; A/Bs without
+    lockstep only) and the CPU half the base side's engine was bound to."""
+    import numpy as np
+
+    per_metric: dict[str, list[list[dict]]] = {}
+    for entry in entries:
+        for metric, units in entry.get("units", {}).items():
+            per_metric.setdefault(metric, []).append(units)
+    out = {}
+    for metric, tables in per_metric.items():
+        within, starts, pos, cpu = [], [], [], []
+        for units in tables:
+            mean = np.mean([u["change"] for u in units])
+            by_start: dict[int, list[float]] = {}
+            for u in units:
+                by_start.setdefault(u["start"], []).append(u["change"] - mean)
+                if u["first"] is not None:  # a block of one side after the other's
+                    pos.append((u["first"] == "new", u["change"] - mean))
+                cpu.append((u["base_cpus"] == "0", u["change"] - mean))
+            for v in by_start.values():
+                within.extend(np.asarray(v) - np.mean(v))
+            starts.append(np.std([np.median(v) for v in by_start.values()], ddof=1))
+
+        def effect(pairs: list[tuple[bool, float]]) -> dict:
+            a = np.asarray([c for flag, c in pairs if flag])
+            b = np.asarray([c for flag, c in pairs if not flag])
+            if len(a) < 2 or len(b) < 2:
+                return {"effect": None}
+            se = math.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b)) / 2
+            return {"effect": float(a.mean() - b.mean()) / 2, "se": se, "n": [len(a), len(b)]}
+
+        dof = sum(len({u["start"] for u in t}) * (len(t) / len({u["start"] for u in t}) - 1)
+                  for t in tables)
+        out[metric] = {"abs": len(tables),
+                       "sd_unit_within_start": float(math.sqrt(np.sum(np.square(within))
+                                                               / max(dof, 1))),
+                       "sd_start_median_mean": float(np.mean(starts)),
+                       "new_first": effect(pos), "base_on_cpus_0": effect(cpu)}
+    return out
+
+
 def main() -> None:
     argv = sys.argv[1:]
     extra = argv[argv.index("--") + 1:] if "--" in argv else []
@@ -214,8 +302,18 @@ def main() -> None:
                              "A/Bs (see subsample())")
     parser.add_argument("--sizes", default="3,4,5,6,8")
     parser.add_argument("--draws", type=int, default=200)
+    parser.add_argument("--report", action="store_true",
+                        help="run no A/B: summarize the finished A/Bs in OUT")
+    parser.add_argument("--components", action="store_true",
+                        help="instead of running A/Bs: where the noise of the A/Bs in OUT "
+                             "comes from (see components())")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.components:
+        result = components(results_in(args.out))
+        (args.out / "components.json").write_text(json.dumps(result, indent=1))
+        print(json.dumps(result, indent=1))
+        return
     if args.subsample:
         result = subsample(args.subsample, [int(k) for k in args.sizes.split(",")], args.draws,
                            seed=0)
@@ -223,13 +321,12 @@ def main() -> None:
         print(json.dumps(result, indent=1))
         return
     fractions = [float(x) for x in args.slowdowns.split(",")]
-    entries = []
-    for i in range(args.runs):
+    for i in range(0 if args.report else args.runs):
         for fraction in fractions:
             entry = one_ab(args.out / f"slow{fraction:g}-{i}", args.engine_python, fraction,
                            1000 + i, extra)
-            entries.append(entry)
-            print(json.dumps(entry), flush=True)
+            print(json.dumps({k: v for k, v in entry.items() if k != "units"}), flush=True)
+    entries = results_in(args.out)
     summary = summarize(entries)
     (args.out / "power.json").write_text(json.dumps({"ab_args": extra, "summary": summary,
                                                      "entries": entries}, indent=1))

