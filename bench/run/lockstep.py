@@ -4,11 +4,11 @@ A step is one pass of a run (its warm-up, counter scrapes, measured requests and
 Pass ``t`` of one side and pass ``t`` of the other run one after the other, never at once,
 the order drawn for even passes and reversed for the next (each pair is balanced). Both
 sides run the same workload and options, so their passes match, and a request's twin on
-the other side is sent about a pass (a second on the tiny model) before or after it, not a
-whole block: drift of the machine over more than a pass weighs on both alike. Each pass
-opens with its own warm-up requests, which take whatever the other side's pass left
-running on the machine. A side that stops (its server gone) or ends leaves: the other goes
-on alone.
+the other side is sent about a pass before or after it (1.5 s here: a block of 8 passes
+per side took about 24 s with the tiny model), not a whole block: drift of the machine
+over more than a pass weighs on both alike. Each pass opens with its own warm-up requests,
+which take whatever the other side's pass left running on the machine. A side that stops
+(its server gone) or ends leaves: the other goes on alone.
 """
 
 from __future__ import annotations
@@ -60,7 +60,8 @@ class Lockstep:
 
     @contextlib.asynccontextmanager
     async def turn(self, side: str) -> AsyncIterator[None]:
-        """``side``'s next step: waits for the other side where it goes first."""
+        """``side``'s next step: waits until the other side has finished its previous step
+        (where ``side`` goes first) or this one (where it goes second), or has left."""
         if side in self.gone:
             yield
             return
