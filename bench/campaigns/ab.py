@@ -116,6 +116,8 @@ class AbDesign:
     #: The sides take turns pass by pass (:mod:`bench.run.lockstep`); else one
     #: side's whole block after the other's.
     lockstep: bool = True
+    #: In lockstep, a managed side's server is paused (SIGSTOP) during the other's turns.
+    pause: bool = True
 
 
 def cpu_halves(cpus: int) -> tuple[str, str] | None:
@@ -160,6 +162,7 @@ class Ab:
         self.setups: dict[str, EngineSetup] = {}
         self.gpus: dict[str, Placement | None] = {}
         self.fixed: dict[str, Target] = {}  # sides given as a server URL
+        self.servers: dict[str, ManagedServer] = {}  # the managed servers up now
         self.doc: dict = {
             "schema_version": SCHEMA_VERSION, "kind": AB_KIND, "id": self.id,
             "design": asdict(design), "status": "running",
@@ -234,6 +237,8 @@ class Ab:
                 servers[name] = server
             for server in servers.values():
                 server.wait_ready()
+            self.servers = servers
+            stack.callback(setattr, self, "servers", {})
             self.console.print(f"start pair {start + 1}/{self.design.starts}: "
                                f"{' and '.join(order)} ready in {time.monotonic() - began:.0f}s")
             targets = dict(self.fixed)
@@ -243,6 +248,22 @@ class Ab:
                     server.base_url, setup.config.served_name, setup.config.block_size,
                     setup.config.media_dir, setup.metadata(server), api_key=self.args.api_key))
             yield targets
+
+    @contextlib.contextmanager
+    def others_paused(self, side: str) -> Iterator[None]:
+        """During ``side``'s turn, the other managed server is paused (continued after it,
+        whatever happens: a side's set-up and wrap-up talk to its server between turns).
+        An idle vLLM worker busy-polls for a second after its last step (0.32.0's shared
+        memory queue): unpaused, the requests the second side of a pass sent 0.25-0.5 s into
+        it had a median TPOT of 1.58 ms, the first side's 0.96 ms (2026-12-06, docs/ab.md)."""
+        others = [server for name, server in self.servers.items() if name != side]
+        try:
+            for server in others:
+                server.pause()
+            yield
+        finally:
+            for server in others:
+                server.resume()
 
     def orders(self) -> list[tuple[str, str]]:
         """The side orders of one start pair's blocks: as many blocks with base first as
@@ -274,7 +295,8 @@ class Ab:
                     "position": position}
 
         if order is None:
-            lock = Lockstep(SIDES, self.rng.randrange(2 ** 32))
+            lock = Lockstep(SIDES, self.rng.randrange(2 ** 32),
+                            self.others_paused if self.design.pause else None)
             results = run_in_lockstep({name: RunSession(
                 targets[name], self.workload, self.opts, dirs[name], new_run_id(f"ab-{name}"),
                 quiet, design=design(name, None)) for name in SIDES}, lock)

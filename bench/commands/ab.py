@@ -53,6 +53,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-lockstep", dest="lockstep", action="store_false",
                         help="send a block to one side, then to the other, instead of the "
                              "sides taking turns pass by pass")
+    parser.add_argument("--no-pause", dest="pause", action="store_false",
+                        help="in lockstep, leave the other side's server running during a "
+                             "side's turn instead of pausing it (SIGSTOP)")
     parser.add_argument("--thresholds", type=Path, metavar="TOML",
                         help="gate thresholds and settings (see compare --help)")
     parser.add_argument("--allow", action="append", default=[], metavar="FIELD",
@@ -76,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
              for name in ("base", "new")}
     workload = open_workload(args.spec, args.seed, args.requests)
     out = args.out or REPORTS / new_run_id("ab")
-    design = AbDesign(args.starts, args.blocks, args.order_seed, args.pin, args.lockstep)
+    design = AbDesign(args.starts, args.blocks, args.order_seed, args.pin, args.lockstep,
+                      args.pause)
     doc = Ab(args, sides, design, workload, options_from(args), out, console).run()
     allowed = ["target.vllm_version", *args.allow,
                *(["target.flags"] if args.base_serve_args or args.new_serve_args else [])]

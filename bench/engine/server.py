@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import logging
 import os
@@ -215,8 +216,31 @@ class ManagedServer:
             raise
         self.start_s = time.monotonic() - self._launched
 
+    def pause(self) -> None:
+        """SIGSTOP the server's processes while another server has the machine (an A/B's
+        turns, :mod:`bench.campaigns.ab`), and return once they are stopped (at most 1 s).
+        The reaper that leads the group keeps running: it must stay able to kill the group."""
+        if self.proc is None:
+            return
+        pids = [pid for pid in _group(self.proc.pid) if pid != self.proc.pid]
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+        deadline = time.monotonic() + 1.0  # the signal is delivered asynchronously
+        while pids and time.monotonic() < deadline:
+            pids = [pid for pid in pids if _running(pid)]
+            if pids:
+                time.sleep(0.001)
+
+    def resume(self) -> None:
+        """SIGCONT the whole group (what :meth:`pause` stopped)."""
+        if self.proc is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGCONT)
+
     def stop(self, grace_s: float = 30.0) -> None:
-        """SIGTERM the whole process group, then SIGKILL what is left after ``grace_s``.
+        """SIGTERM the whole process group (continued first, were it paused), then SIGKILL
+        what is left after ``grace_s``.
 
         A second Ctrl-C or SIGTERM while waiting (a KeyboardInterrupt, see ``bench.cli``)
         escalates at once to SIGKILL of the group, which is waited for before it re-raises:
@@ -225,6 +249,7 @@ class ManagedServer:
         if self.proc is None:
             return
         pgid = self.proc.pid  # start_new_session: the group id is the leader's pid
+        self.resume()
         try:
             _signal_group(pgid, signal.SIGTERM, grace_s)
         except KeyboardInterrupt:
@@ -278,12 +303,28 @@ def kill_group(pgid: int) -> None:
         raise pending
 
 
-def _group_alive(pgid: int) -> bool:
-    """Whether any non-zombie process is left in the process group."""
+def _group(pgid: int) -> list[int]:
+    """The pids of the process group's non-zombie processes."""
+    out = []
     for proc in psutil.process_iter(["status"]):
         try:
             if os.getpgid(proc.pid) == pgid and proc.info["status"] != psutil.STATUS_ZOMBIE:
-                return True
+                out.append(proc.pid)
         except (ProcessLookupError, psutil.Error):
             continue
-    return False
+    return out
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not stopped (or a zombie)."""
+    try:
+        return psutil.Process(pid).status() not in (psutil.STATUS_STOPPED,
+                                                    psutil.STATUS_TRACING_STOP,
+                                                    psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether any non-zombie process is left in the process group."""
+    return bool(_group(pgid))

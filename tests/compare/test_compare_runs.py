@@ -123,8 +123,8 @@ def test_sets_of_starts_of_the_same_build(tmp_path: Path) -> None:
 
 def test_thresholds_decide_what_is_gated(tmp_path: Path) -> None:
     gate = tmp_path / "gate.toml"
-    names = ["mean_ttft_ms", "median_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "p99_tpot_ms",
-             "mean_itl_ms", "mean_e2el_ms", "p99_e2el_ms", "request_throughput",
+    names = ["mean_ttft_ms", "median_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "median_tpot_ms",
+             "p99_tpot_ms", "mean_itl_ms", "mean_e2el_ms", "p99_e2el_ms", "request_throughput",
              "output_throughput", "hit_rate"]
     gate.write_text("[metrics]\n" + "".join(f'{n} = "off"\n' for n in names))
     code, doc = _compare(tmp_path, "base", "slow", "--thresholds", str(gate))

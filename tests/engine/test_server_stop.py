@@ -1,4 +1,5 @@
-"""Stopping a managed server: a second signal escalates, and the server dies with saltbench.
+"""Stopping and pausing a managed server: a second signal escalates, the server dies with
+saltbench (paused too), and a paused server stops at once.
 
 The "server" here is a stand-in started exactly as vLLM is (``ManagedServer``, its own
 process group) that ignores SIGTERM, as a vLLM API server holding connections was seen to
@@ -47,6 +48,8 @@ install_signal_handlers()
 config = ServerConfig(model="m", served_name="m", media_dir=Path(sys.argv[2]))
 try:
     with ManagedServer(Path(sys.argv[1]), config, Path(sys.argv[2]) / "server.log") as server:
+        if len(sys.argv) > 3:
+            server.pause()
         print(server.proc.pid, flush=True)  # the group's leader
         time.sleep(600)
 except KeyboardInterrupt:
@@ -59,14 +62,17 @@ def _ignore_sigint() -> None:
 
 
 @contextlib.contextmanager
-def driver(tmp_path: Path) -> Iterator[tuple[subprocess.Popen, int]]:
-    """The driver (SIGINT inherited as ignored) and its server's pid; both killed at the end."""
-    (tmp_path / "server.py").write_text(STUBBORN_SERVER)
+def driver(tmp_path: Path, paused: bool = False,
+           server: str = STUBBORN_SERVER) -> Iterator[tuple[subprocess.Popen, int]]:
+    """The driver (SIGINT inherited as ignored) and its server's pid (the server paused once
+    up, if ``paused``); both killed at the end."""
+    (tmp_path / "server.py").write_text(server)
     python = tmp_path / "python"  # ManagedServer runs `python -m vllm... serve MODEL FLAGS`
     python.write_text(f'#!/bin/sh\nexec {sys.executable} {tmp_path / "server.py"} "$@"\n')
     python.chmod(0o755)
     proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(DRIVER), str(python),
-                             str(tmp_path)], stdout=subprocess.PIPE, text=True, cwd=ROOT,
+                             str(tmp_path), *(["pause"] if paused else [])],
+                            stdout=subprocess.PIPE, text=True, cwd=ROOT,
                             start_new_session=True, preexec_fn=_ignore_sigint)
     server_group = None
     try:
@@ -120,3 +126,43 @@ def test_the_server_dies_with_saltbench_even_by_sigkill(tmp_path: Path) -> None:
         proc.kill()
         proc.wait(timeout=5)
         assert _gone(server_group, 5), "the server outlived saltbench"
+
+
+def test_a_paused_server_dies_with_saltbench(tmp_path: Path) -> None:
+    """Paused, the server's processes are stopped but the reaper that leads its group is
+    not: it still kills the group when saltbench dies."""
+    with driver(tmp_path, paused=True) as (proc, server_group):
+        states = {p.pid: p.status() for p in _alive(server_group)}
+        assert states.pop(server_group) != psutil.STATUS_STOPPED
+        assert set(states.values()) == {psutil.STATUS_STOPPED}, states
+        proc.kill()
+        proc.wait(timeout=5)
+        assert _gone(server_group, 5), "the paused server outlived saltbench"
+
+
+def test_pause_resume_and_stop_a_paused_server(tmp_path: Path) -> None:
+    """A paused server does not answer; resumed, it does; paused again, stop() ends it at
+    once (continued first: a stopped process would hold SIGTERM for the grace period)."""
+    from bench.engine.server import ManagedServer, ServerConfig, http_ok
+
+    (tmp_path / "server.py").write_text(STUBBORN_SERVER.replace(
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)", ""))
+    python = tmp_path / "python"
+    python.write_text(f'#!/bin/sh\nexec {sys.executable} {tmp_path / "server.py"} "$@"\n')
+    python.chmod(0o755)
+    config = ServerConfig(model="m", served_name="m", media_dir=tmp_path)
+    server = ManagedServer(python, config, tmp_path / "server.log")
+    try:
+        server.start()
+        group = server.proc.pid
+        server.pause()
+        assert not http_ok(f"{server.base_url}/health", timeout_s=1.0)
+        server.resume()
+        assert http_ok(f"{server.base_url}/health")
+        server.pause()
+        started = time.monotonic()
+        server.stop(grace_s=20)
+        assert time.monotonic() - started < 10
+        assert _gone(group, 1)
+    finally:
+        server.stop()

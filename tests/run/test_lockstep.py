@@ -6,6 +6,7 @@ before or after the same pass of the other, never at once (saltbench's runner, n
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import textwrap
 from pathlib import Path
 
@@ -43,6 +44,39 @@ def test_turns_never_overlap_and_steps_advance_together():
     assert firsts == lock.firsts
     assert all(firsts[t] != firsts[t + 1] for t in range(0, 40, 2))  # pairs balanced
     assert {firsts[t] for t in range(0, 40, 2)} == {"base", "new"}  # and drawn
+
+
+def test_during_wraps_every_turn_even_one_that_fails():
+    """``during`` is entered with the side whose turn it is, right around its step, and
+    left when the step ends, failed or not (an A/B continues the other side's server)."""
+    log: list = []
+
+    @contextlib.contextmanager
+    def during(side):
+        log.append(("enter", side))
+        try:
+            yield
+        finally:
+            log.append(("leave", side))
+
+    lock = Lockstep(("base", "new"), seed=3, during=during)
+
+    async def failing():
+        try:
+            async with lock.turn("new"):
+                raise RuntimeError("boom")
+        finally:
+            lock.leave("new")
+
+    async def both():
+        return await asyncio.gather(_steps(lock, "base", 3, log), failing(),
+                                    return_exceptions=True)
+
+    assert isinstance(asyncio.run(both())[1], RuntimeError)
+    assert ("enter", "new") in log and log[log.index(("enter", "new")) + 1] == ("leave", "new")
+    for side, t in (("base", 0), ("base", 1), ("base", 2)):
+        i = log.index(("start", side, t))
+        assert log[i - 1] == ("enter", side) and log[i + 2] == ("leave", side)
 
 
 def test_a_side_that_leaves_lets_the_other_go_on():
