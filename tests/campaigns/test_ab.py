@@ -153,6 +153,14 @@ def test_a_block_runs_both_sides_in_order_or_in_lockstep(fake_server, tmp_path: 
     ab = Ab(argparse.Namespace(), sides, AbDesign(lockstep=order is None), workload,
             RunOptions(paths=["chat"], warmup=0), tmp_path / "ab",
             argparse.Namespace(print=lambda *a: None))
+    calls: list[tuple[str, str]] = []
+
+    class Server:  # stands in for a side's ManagedServer: what was paused, when
+        def __init__(self, name: str) -> None:
+            self.pause = lambda: calls.append(("pause", name))
+            self.resume = lambda: calls.append(("resume", name))
+
+    ab.servers = {name: Server(name) for name in ("base", "new")}
     ab.block({"base": target, "new": target}, start=1, block=0, order=order)
     (entry,) = ab.doc["schedule"]
     assert entry["order"] == (list(order) if order else None)
@@ -166,6 +174,15 @@ def test_a_block_runs_both_sides_in_order_or_in_lockstep(fake_server, tmp_path: 
         records = read_records(run / "records.jsonl")
         assert len(records) == 8
         spans[name] = (min(r["start_s"] for r in records), max(r["end_s"] for r in records))
+    # in lockstep each of the 4 turns (2 passes x 2 sides) pauses the other side and then
+    # continues it; in order, nothing is paused
+    turns = sorted((min(r["start_s"] for r in read_records(tmp_path / "ab" / name / "s1-b0" /
+                                                             "records.jsonl") if r["pass"] == p),
+                    name) for name in ("base", "new") for p in (0, 1))
+    other = {"base": "new", "new": "base"}
+    assert calls == ([] if order else
+                     [c for _, side in turns for c in (("pause", other[side]),
+                                                       ("resume", other[side]))])
     runs = {name: tmp_path / "ab" / name / "s1-b0" for name in ("base", "new")}
     if order:  # the second side's run was set up after the first's last record
         first, second = order
