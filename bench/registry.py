@@ -66,7 +66,7 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     _latency("tpot", MEAN, "mean TPOT", 1.00),
     # an A/B gates the typical request's TPOT: on 2 cores whole passes decode 1.5-1.8x
     # slower or get all tokens in one chunk, so a unit's mean TPOT spread by 8% in two
-    # same-build A/Bs, its median by 4-5% (docs/ab.md)
+    # same-build A/Bs, its median by 3.9-5.3% (docs/ab.md)
     _latency("tpot", MEDIAN, "median TPOT", 1.00, AB_THRESHOLD),
     _latency("tpot", P99, "P99 TPOT", 1.00),
     Metric("mean_itl_ms", "mean ITL", "ms", LOWER, RELATIVE, ("itl_sum_ms", "itl_count"), RATIO,

@@ -37,9 +37,10 @@ sys.path.insert(0, str(ROOT))
 from bench.registry import METRICS, POINTS, ZERO  # noqa: E402
 from tests.slowdown import slowed_python  # noqa: E402
 
+#: The timing metrics (relative changes; not hit rates or leaks).
+TIMING = tuple(m for m in METRICS.values() if m.change != POINTS and m.better != ZERO)
 #: The timing metrics an A/B gates by default.
-METRICS_SHOWN = tuple(m.name for m in METRICS.values()
-                      if m.ab_threshold is not None and m.change != POINTS and m.better != ZERO)
+METRICS_SHOWN = tuple(m.name for m in TIMING if m.ab_threshold is not None)
 
 
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -121,8 +122,12 @@ def results_in(out: Path) -> list[dict]:
 def shown(entries: list[dict]) -> list[str]:
     """The timing metrics gated in any of ``entries`` (an older gate's metrics for A/Bs that
     ran under it and were not judged again)."""
-    return [m.name for m in METRICS.values() if m.change != POINTS and m.better != ZERO
-            and any(m.name in e["gated"] for e in entries)]
+    return [m.name for m in TIMING if any(m.name in e["gated"] for e in entries)]
+
+
+def summary_metrics(summary: dict) -> list[str]:
+    """The metrics a summary has a column for."""
+    return list(next(iter(summary.values()))["metrics"]) if summary else []
 
 
 def summarize(entries: list[dict]) -> dict:
@@ -144,7 +149,7 @@ def summarize(entries: list[dict]) -> dict:
 
 
 def markdown(summary: dict) -> str:
-    metrics = list(next(iter(summary.values()))["metrics"]) if summary else []
+    metrics = summary_metrics(summary)
     lines = ["| slow-down | A/Bs | gate failed (exit 1) | cannot judge (exit 2) | "
              + " | ".join(metrics) + " | median wall time |",
              "|---|---|---|---|" + "---|" * len(metrics) + "---|"]
@@ -166,7 +171,7 @@ def chart(summary: dict, path: Path) -> None:
 
     xs = [float(f) * 100 for f in summary]
     fig, ax = plt.subplots(figsize=(6, 3.6))
-    metrics = list(next(iter(summary.values()))["metrics"]) if summary else []
+    metrics = summary_metrics(summary)
     for key, label in (("failed", "gate failed (any metric)"), *((m, m) for m in metrics)):
         cells = [row[key] if key == "failed" else row["metrics"][key]
                  for row in summary.values()]
