@@ -17,16 +17,31 @@ CHECK = ("import vllm.v1.engine.core as c; "
          "for n in ('step', 'step_with_batch_queue')))")
 
 
-def test_wrapper_slows_each_call(monkeypatch):
-    monkeypatch.setenv("SALTBENCH_TEST_SLOWDOWN", "0.5")
+def _busy(seconds: float) -> float:
+    """Keep the CPU busy for ``seconds``; return how long it took."""
+    started = time.perf_counter()
+    while time.perf_counter() - started < seconds:
+        pass
+    return time.perf_counter() - started
+
+
+def test_wrapper_slows_each_call_by_its_fraction(monkeypatch):
+    """Each call takes (1 + fraction) times as long, also for a decode step's millisecond
+    (a sleep overshot it by 65-90 us: a "10%" slow-down of 1 ms was about 17%)."""
+    monkeypatch.setenv("SALTBENCH_TEST_SLOWDOWN", "0.1")
     spec = importlib.util.spec_from_file_location("slowdown_site", HERE / "sitecustomize.py")
     site = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(site)
     try:
-        slowed = site._slowed(lambda: time.sleep(0.04))
-        started = time.perf_counter()
-        slowed()
-        assert time.perf_counter() - started >= 0.04 * 1.5
+        inner: list[float] = []
+        slowed = site._slowed(lambda: inner.append(_busy(0.001)))
+        extra = []
+        for _ in range(200):
+            started = time.perf_counter()
+            slowed()
+            extra.append((time.perf_counter() - started - inner[-1]) / (0.1 * inner[-1]))
+        assert min(extra) >= 1.0
+        assert sorted(extra)[len(extra) // 2] < 1.25, sorted(extra)[::20]
     finally:
         sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, site._Finder)]
 

@@ -3,8 +3,13 @@
 Loaded by the interpreters that :func:`tests.slowdown.slowed_python` writes (this folder is
 their ``PYTHONPATH``), never by saltbench itself: a user's run cannot reach it. When
 ``vllm.v1.engine.core`` is imported, ``EngineCore.step`` and ``step_with_batch_queue`` are
-wrapped so that each call sleeps ``SALTBENCH_TEST_SLOWDOWN`` times its own duration: a
-server-side slow-down of that size, for the tests and the A/B power benchmark.
+wrapped so that each call keeps its thread busy for ``SALTBENCH_TEST_SLOWDOWN`` times its
+own duration: a server-side slow-down of that size, for the tests and the A/B power benchmark.
+
+It busy-waits (holding the GIL, as the step's own Python code does) instead of sleeping:
+``time.sleep`` of 50-200 us took 65-90 us longer here (timer slack), so a "10%" sleep after
+a 1 ms decode step made it about 17% slower (the campaigns before 2026-12-07 were run that
+way: docs/ab.md).
 """
 
 import importlib.abc
@@ -23,7 +28,10 @@ def _slowed(step):
         try:
             return step(*args, **kwargs)
         finally:
-            time.sleep((time.perf_counter() - started) * FRACTION)
+            ended = time.perf_counter()
+            until = ended + (ended - started) * FRACTION
+            while time.perf_counter() < until:
+                pass
 
     wrapper.__wrapped__ = step
     return wrapper
