@@ -16,7 +16,8 @@ OUT again under the current gate (the gate's first verdict kept as ``as_run``).
 
 Prints and writes ``OUT/power.json`` and ``OUT/power.md``: per slow-down, the share of A/Bs
 that failed the gate (exit 1: a false alarm at 0, a detection otherwise), could not judge
-(exit 2), and per gated metric the share that regressed, each with a Wilson 95% interval;
+(exit 2), and per gated metric the share that regressed, each with a Wilson 95% interval
+(and for :data:`WATCHED` metrics, not gated, the share the gate would have failed on);
 the median wall time of an A/B. ``--chart`` draws the detection rates.
 """
 
@@ -34,13 +35,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bench.registry import METRICS, POINTS, ZERO  # noqa: E402
+from bench.registry import AB_THRESHOLD, METRICS, POINTS, ZERO  # noqa: E402
 from tests.slowdown import slowed_python  # noqa: E402
 
 #: The timing metrics (relative changes; not hit rates or leaks).
 TIMING = tuple(m for m in METRICS.values() if m.change != POINTS and m.better != ZERO)
 #: The timing metrics an A/B gates by default.
 METRICS_SHOWN = tuple(m.name for m in TIMING if m.ab_threshold is not None)
+#: Timing metrics not gated whose detection rate the power curve reports too (issue 23 asks
+#: for mean TPOT; the gate moved to the median): a "hit" is what the gate would say were the
+#: metric gated at the A/B threshold (its interval, at the gate's level, beyond no change and
+#: its change beyond the threshold).
+WATCHED = ("mean_tpot_ms",)
 
 
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -73,7 +79,8 @@ def one_ab(out: Path, python: Path, fraction: float, seed: int, extra: list[str]
         raise SystemExit(f"{out}: the A/B did not finish (exit {proc.returncode}); see "
                          f"{out.parent / (out.name + '.log')}")
     entry = {"slowdown": fraction, "seed": seed, "ab_args": extra, "exit": proc.returncode,
-             "wall_s": round(wall, 1), "gated": gated_rows(compare), "units": unit_table(out)}
+             "wall_s": round(wall, 1), "gated": gated_rows(compare),
+             "watched": watched_rows(compare), "units": unit_table(out)}
     result.write_text(json.dumps(entry, indent=1))
     return entry
 
@@ -84,6 +91,16 @@ def gated_rows(compare: Path) -> dict:
     doc = json.loads(compare.read_text())
     return {r["metric"]: {k: r.get(k) for k in ("state", "change", "low", "high", "detectable")}
             for r in doc["rows"] if r.get("gated") and r["path"] == "all"}
+
+
+def watched_rows(compare: Path) -> dict:
+    """The :data:`WATCHED` rows over all requests of a ``compare.json``, and whether each
+    would have failed the gate at the A/B threshold (``hit``)."""
+    doc = json.loads(compare.read_text())
+    return {r["metric"]: {**{k: r.get(k) for k in ("state", "change", "low", "high")},
+                          "hit": r["state"] == "regressed"
+                          and METRICS[r["metric"]].worse(r["change"]) > AB_THRESHOLD}
+            for r in doc["rows"] if r["metric"] in WATCHED and r["path"] == "all"}
 
 
 def rejudge(d: Path) -> dict:
@@ -100,7 +117,7 @@ def rejudge(d: Path) -> dict:
         raise SystemExit(f"{d}: compare failed (exit {proc.returncode}):\n{proc.stderr}")
     entry.setdefault("as_run", {"exit": entry["exit"], "gated": entry["gated"]})
     entry.update(exit=proc.returncode, gated=gated_rows(out / "compare.json"),
-                 units=unit_table(d))
+                 watched=watched_rows(out / "compare.json"), units=unit_table(d))
     (d / "result.json").write_text(json.dumps(entry, indent=1))
     return entry
 
@@ -108,12 +125,18 @@ def rejudge(d: Path) -> dict:
 def results_in(out: Path) -> list[dict]:
     """Every finished A/B's ``result.json`` in ``out`` (the one place the benchmark's
     figures come from: the A/B directories may be deleted, these are kept), with the unit
-    table added where an older result lacks it and its A/B directory is still there."""
+    table and :data:`WATCHED` rows added where an older result lacks them and its A/B
+    directory is still there."""
     entries = []
     for path in sorted(out.glob("slow*-*/result.json")):
-        entry = json.loads(path.read_text())
-        if "units" not in entry and (path.parent / "ab.json").exists():
-            entry["units"] = unit_table(path.parent)
+        entry, d = json.loads(path.read_text()), path.parent
+        compare = d / ("rejudged" if "as_run" in entry else "compare") / "compare.json"
+        added = {**({"units": unit_table(d)} if "units" not in entry
+                    and (d / "ab.json").exists() else {}),
+                 **({"watched": watched_rows(compare)} if "watched" not in entry
+                    and compare.exists() else {})}
+        if added:
+            entry.update(added)
             path.write_text(json.dumps(entry, indent=1))
         entries.append(entry)
     return entries
@@ -126,8 +149,8 @@ def shown(entries: list[dict]) -> list[str]:
 
 
 def summary_metrics(summary: dict) -> list[str]:
-    """The metrics a summary has a column for."""
-    return list(next(iter(summary.values()))["metrics"]) if summary else []
+    """The metrics a summary has a column for (a watched one: where any A/B has it)."""
+    return list(dict.fromkeys(m for row in summary.values() for m in row["metrics"]))
 
 
 def summarize(entries: list[dict]) -> dict:
@@ -144,6 +167,12 @@ def summarize(entries: list[dict]) -> dict:
         for metric in metrics:
             hits = sum(e["gated"].get(metric, {}).get("state") == "regressed" for e in runs)
             row["metrics"][metric] = {"share": hits / n, "ci95": wilson(hits, n)}
+        for metric in WATCHED:
+            known = [e["watched"][metric]["hit"] for e in runs if metric in e.get("watched", {})]
+            if known:
+                row["metrics"][f"{metric} (not gated)"] = {
+                    "share": sum(known) / len(known), "ci95": wilson(sum(known), len(known)),
+                    "runs": len(known)}
         out[f"{fraction:g}"] = row
     return out
 
@@ -154,12 +183,15 @@ def markdown(summary: dict) -> str:
              + " | ".join(metrics) + " | median wall time |",
              "|---|---|---|---|" + "---|" * len(metrics) + "---|"]
     for fraction, row in summary.items():
-        def cell(entry: dict) -> str:
+        def cell(entry: dict | None, runs: int = row["runs"]) -> str:
+            if entry is None:
+                return "-"
             low, high = entry["ci95"]
-            return f"{entry['share']:.0%} [{low:.0%}, {high:.0%}]"
+            of = f" of {entry['runs']}" if entry.get("runs", runs) != runs else ""
+            return f"{entry['share']:.0%} [{low:.0%}, {high:.0%}]{of}"
         lines.append(f"| {float(fraction):.0%} | {row['runs']} | {cell(row['failed'])} | "
                      f"{cell(row['cannot_judge'])} | "
-                     + " | ".join(cell(row["metrics"][m]) for m in metrics)
+                     + " | ".join(cell(row["metrics"].get(m)) for m in metrics)
                      + f" | {row['wall_s_median']:.0f} s |")
     return "\n".join(lines) + "\n"
 
@@ -169,16 +201,17 @@ def chart(summary: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    xs = [float(f) * 100 for f in summary]
     fig, ax = plt.subplots(figsize=(6, 3.6))
     metrics = summary_metrics(summary)
     for key, label in (("failed", "gate failed (any metric)"), *((m, m) for m in metrics)):
-        cells = [row[key] if key == "failed" else row["metrics"][key]
-                 for row in summary.values()]
-        ys = [c["share"] * 100 for c in cells]
-        err = [[y - c["ci95"][0] * 100 for y, c in zip(ys, cells)],
-               [c["ci95"][1] * 100 - y for y, c in zip(ys, cells)]]
-        ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=label)
+        points = [(float(f) * 100, row[key] if key == "failed" else row["metrics"][key])
+                  for f, row in summary.items() if key == "failed" or key in row["metrics"]]
+        xs = [x for x, _ in points]
+        ys = [c["share"] * 100 for _, c in points]
+        err = [[y - c["ci95"][0] * 100 for y, (_, c) in zip(ys, points)],
+               [c["ci95"][1] * 100 - y for y, (_, c) in zip(ys, points)]]
+        ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=label,
+                    ls="-" if key == "failed" or key in METRICS else "--")
     ax.axhline(5, color="grey", lw=0.8, ls=":")
     ax.axhline(90, color="grey", lw=0.8, ls=":")
     ax.set_xlabel("server-side slow-down of the new side (%)")
