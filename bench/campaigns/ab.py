@@ -47,7 +47,7 @@ from bench.cachedirs import cache_dir
 from bench.docio import write_json
 from bench.engine.gpu import Placement
 from bench.engine.replicas import on_gpus, placements
-from bench.engine.server import ManagedServer
+from bench.engine.server import ManagedServer, stop_all
 from bench.engine.setup import (
     EngineSetup,
     engine_setup,
@@ -218,7 +218,7 @@ class Ab:
     @contextlib.contextmanager
     def serve(self, start: int) -> Iterator[dict[str, Target]]:
         """Every side's target for start pair ``start``: managed servers started together
-        (in a drawn order) and stopped on exit, whatever happens."""
+        (in a drawn order) and stopped together on exit, whatever happens."""
         order = self.rng.sample(sorted(self.setups), len(self.setups))
         bindings, caches = self.bindings(start), self.caches(start)
         self.doc.setdefault("bindings", []).append(bindings)
@@ -227,14 +227,14 @@ class Ab:
                                 self.gpus[name]) for name in self.setups}
         servers: dict[str, ManagedServer] = {}
         with contextlib.ExitStack() as stack:
+            stack.callback(lambda: stop_all(servers.values()))
             began = time.monotonic()
             for name in order:
                 server = placed[name].server(
                     cache_dir("logs") / f"server-{log_stamp()}-{self.id}-{name}-s{start}.log",
                     None, self.args.start_timeout)
-                stack.callback(server.stop)
-                server.launch()
                 servers[name] = server
+                server.launch()
             for server in servers.values():
                 server.wait_ready()
             self.servers = servers

@@ -36,7 +36,7 @@ from bench.engine.router import (
     provision_router,
 )
 from bench.engine.routes import ROUTES, find_routes, probe_status
-from bench.engine.server import ManagedServer, ServerConfig
+from bench.engine.server import ManagedServer, ServerConfig, stop_all
 from bench.engine.setup import EngineSetup, engine_setup, external_server, log_stamp
 from bench.engine.target import Replica, Target, auth_headers
 from bench.errors import BenchError
@@ -156,10 +156,10 @@ def start_replicas(setup: EngineSetup, n: int, start_timeout_s: float,
     ports = distinct_ports(2 * n)  # HTTP, then KV events
     with contextlib.ExitStack() as stack:
         servers, kv_events = [], {}
+        stack.callback(stop_all, servers)  # the list as it is on exit
         for i, (port, kv_port) in enumerate(zip(ports[:n], ports[n:])):
             server = setup.server(cache_dir("logs") / f"replica-{stamp}-r{i}.log", port,
                                   start_timeout_s, replica_config(setup, i, kv_port, where[i]))
-            stack.callback(server.stop)
             servers.append(server)
             kv_events[server.base_url] = f"tcp://127.0.0.1:{kv_port}"
         console.print(f"Starting {n} vLLM {setup.env.vllm_version} replicas on ports "

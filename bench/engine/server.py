@@ -14,6 +14,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -239,25 +240,8 @@ class ManagedServer:
                 os.killpg(self.proc.pid, signal.SIGCONT)
 
     def stop(self, grace_s: float = 30.0) -> None:
-        """SIGTERM the whole process group (continued first, were it paused), then SIGKILL
-        what is left after ``grace_s``.
-
-        A second Ctrl-C or SIGTERM while waiting (a KeyboardInterrupt, see ``bench.cli``)
-        escalates at once to SIGKILL of the group, which is waited for before it re-raises:
-        the server is never abandoned.
-        """
-        if self.proc is None:
-            return
-        pgid = self.proc.pid  # start_new_session: the group id is the leader's pid
-        self.resume()
-        try:
-            _signal_group(pgid, signal.SIGTERM, grace_s)
-        except KeyboardInterrupt:
-            kill_group(pgid)
-            self._reap()
-            raise
-        kill_group(pgid)
-        self._reap()
+        """Stop this server as :func:`stop_all` does."""
+        stop_all([self], grace_s)
 
     def _reap(self) -> None:
         """Wait for the reaper and close its lifeline (the group is gone by now)."""
@@ -271,6 +255,37 @@ class ManagedServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def stop_all(servers: Iterable[ManagedServer], grace_s: float = 30.0) -> None:
+    """SIGTERM every server's process group at once (continued first, were it paused), wait
+    up to ``grace_s`` for all of them together, then SIGKILL what is left.
+
+    Stopped together, two servers cost one wait, not two: an A/B stops a pair eight times.
+    A second Ctrl-C or SIGTERM while waiting (a KeyboardInterrupt, see ``bench.cli``)
+    escalates at once to SIGKILL of every group, which is waited for before it re-raises:
+    no server is ever abandoned.
+    """
+    live = [server for server in servers if server.proc is not None]
+    try:
+        for server in live:
+            server.resume()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(server.proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        while (any(_group_alive(server.proc.pid) for server in live)
+               and time.monotonic() < deadline):
+            time.sleep(0.2)
+    finally:
+        pending: KeyboardInterrupt | None = None
+        for server in live:
+            try:
+                kill_group(server.proc.pid)
+            except KeyboardInterrupt as exc:  # kill the others first, then re-raise
+                pending = exc
+            server._reap()
+        if pending is not None:
+            raise pending
 
 
 def _signal_group(pgid: int, sig: int, wait_s: float) -> bool:

@@ -166,3 +166,28 @@ def test_pause_resume_and_stop_a_paused_server(tmp_path: Path) -> None:
         assert _gone(group, 1)
     finally:
         server.stop()
+
+
+def test_servers_stopped_together_share_one_grace(tmp_path: Path) -> None:
+    """Two servers that ignore SIGTERM, stopped together, cost one grace period, not one
+    each (an A/B stops its pair of servers eight times), and both groups are gone."""
+    from bench.engine.server import ManagedServer, ServerConfig, stop_all
+
+    (tmp_path / "server.py").write_text(STUBBORN_SERVER)
+    python = tmp_path / "python"
+    python.write_text(f'#!/bin/sh\nexec {sys.executable} {tmp_path / "server.py"} "$@"\n')
+    python.chmod(0o755)
+    config = ServerConfig(model="m", served_name="m", media_dir=tmp_path)
+    servers = [ManagedServer(python, config, tmp_path / f"server-{i}.log") for i in range(2)]
+    try:
+        for server in servers:
+            server.start()
+        groups = [server.proc.pid for server in servers]
+        started = time.monotonic()
+        stop_all(servers, grace_s=3)
+        took = time.monotonic() - started
+        assert 3 <= took < 5.5, f"stopping both took {took:.1f} s with a 3 s grace"
+        assert all(_gone(group, 1) for group in groups)
+        assert all(server.proc is None for server in servers)
+    finally:
+        stop_all(servers)
