@@ -33,10 +33,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import random
+import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -44,6 +46,7 @@ from rich.console import Console
 
 from bench import SCHEMA_VERSION
 from bench.cachedirs import cache_dir
+from bench.compare.sequential import more_starts_help
 from bench.docio import write_json
 from bench.engine.gpu import Placement
 from bench.engine.replicas import on_gpus, placements
@@ -62,6 +65,7 @@ from bench.outputs import AB_FILE, AB_KIND, new_run_id
 from bench.run.lockstep import Lockstep
 from bench.run.session import RunSession, run_benchmark, run_in_lockstep
 from bench.run.settings import RunOptions
+from bench.vocab import INCONCLUSIVE
 from bench.workload import Workload
 
 SIDES = ("base", "new")
@@ -109,7 +113,10 @@ def parse_side(name: str, text: str, serve_args: list[str] | None = None) -> AbS
 class AbDesign:
     """How many server starts per side, blocks per start, the seed of the orders, pinning."""
 
-    starts: int = 8
+    starts: int = 6
+    #: Start pairs the A/B may add while only underpowered gated rows keep its gate from
+    #: judging (:mod:`bench.compare.sequential`).
+    more: int = 5
     blocks: int = 2
     seed: int = 0
     pin: bool = True
@@ -317,24 +324,81 @@ class Ab:
         self.console.print(f"  {what}: " + (" then ".join(order) if order else
                                              f"in lockstep, {entry['steps']} steps"))
 
-    def run(self) -> dict:
-        """Every start pair and block; ``ab.json`` says how far it got, whatever happens."""
+    def start_pair(self, start: int) -> None:
+        """Start pair ``start``: both servers up, a warm-up block, the blocks, both stopped.
+        Its draws come from the order seed and ``start`` alone (a resumed or extended A/B
+        draws what it would have drawn in one go)."""
+        self.rng = random.Random(f"{self.design.seed}/{start}")
+        with self.serve(start) as targets:
+            if self.design.lockstep:
+                orders: list = [None] * (self.design.blocks + 1)
+            else:
+                orders = [tuple(self.rng.sample(SIDES, 2)), *self.orders()]
+            self.block(targets, start, None, orders[0])
+            for block, order in enumerate(orders[1:]):
+                self.block(targets, start, block, order)
+
+    def reopen(self) -> int:
+        """Take up the A/B already in ``out`` (``--resume``): the same sides, workload and
+        design or a BenchError naming what differs; a start pair it did not finish is
+        dropped (its servers are gone: it is run again whole). The start pairs finished."""
+        try:
+            old = json.loads((self.out / AB_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise BenchError(f"--resume {self.out}: no readable {AB_FILE} ({exc})") from None
+        design = asdict(self.design)
+        for key, was, now in [("sides", old.get("sides"), self.doc["sides"]),
+                              ("workload", old.get("workload"), self.doc["workload"]),
+                              *((f"design.{k}", old.get("design", {}).get(k), design[k])
+                                for k in design if k != "more")]:
+            if was != now:
+                raise BenchError(f"--resume {self.out}: {key} was {was!r}, now {now!r}; "
+                                 "give the A/B's own arguments")
+        blocks = [sum(e["start"] == s for e in old["schedule"]) for s in range(
+            max((e["start"] for e in old["schedule"]), default=-1) + 1)]
+        done = next((s for s, n in enumerate(blocks) if n < self.design.blocks), len(blocks))
+        for side in SIDES:
+            for d in [*(self.out / side).glob("s*-b*"), *(self.out / WARMUP / side).glob("s*")]:
+                if int(d.name[1:].split("-")[0]) >= done:
+                    shutil.rmtree(d)
+        self.doc.update({k: old[k] for k in ("id", "started", "extended") if k in old})
+        self.doc.update(schedule=[e for e in old["schedule"] if e["start"] < done],
+                        bindings=old.get("bindings", [])[:done],
+                        compile_caches=old.get("compile_caches", [])[:done],
+                        earlier_s=old.get("duration_s", 0.0),
+                        resumed=[*old.get("resumed", []), {"after": done, "at": time.time()}])
+        self.console.print(f"resuming {self.out}: {done} start pairs done")
+        return done
+
+    def run(self, judge: Callable[[], dict] | None = None, resume: bool = False) -> dict:
+        """Every start pair and block, then (given ``judge``, the comparison so far) up to
+        ``design.more`` start pairs more while it says only underpowered rows keep the gate
+        from judging; ``ab.json`` says how far it got, whatever happens. ``resume``: take up
+        the A/B already in ``out``."""
+        if (self.out / AB_FILE).exists() and not resume:
+            raise BenchError(f"--out {self.out}: already holds an A/B; choose a new directory "
+                             "or --resume it")
+        start = self.reopen() if resume else 0  # a refused resume leaves ab.json alone
+        began = time.time()
         self.out.mkdir(parents=True, exist_ok=True)
-        if (self.out / AB_FILE).exists():
-            raise BenchError(f"--out {self.out}: already holds an A/B; choose a new directory")
         self.save()
         try:
             self.prepare()
             self.save()
-            for start in range(self.design.starts):
-                with self.serve(start) as targets:
-                    if self.design.lockstep:
-                        orders: list = [None] * (self.design.blocks + 1)
-                    else:
-                        orders = [tuple(self.rng.sample(SIDES, 2)), *self.orders()]
-                    self.block(targets, start, None, orders[0])
-                    for block, order in enumerate(orders[1:]):
-                        self.block(targets, start, block, order)
+            for planned in range(start, self.design.starts):
+                self.start_pair(planned)
+            start = max(start, self.design.starts)  # start pairs done
+            while judge and start < self.design.starts + self.design.more:
+                doc = judge()
+                if not more_starts_help(doc):
+                    break
+                rows = [r["metric"] for r in doc["rows"] if r["gated"]
+                        and r["state"] == INCONCLUSIVE]
+                self.doc.setdefault("extended", []).append({"after": start, "rows": rows})
+                self.console.print(f"[yellow]underpowered after {start} start pairs "
+                                   f"({', '.join(rows)}): one more[/]")
+                self.start_pair(start)
+                start += 1
             self.doc["status"] = "complete"
         except KeyboardInterrupt:
             self.doc["status"] = "interrupted"
@@ -343,6 +407,7 @@ class Ab:
             self.doc.update(status="failed", error=str(exc))
             raise
         finally:
-            self.doc["duration_s"] = round(time.time() - self.doc["started"], 1)
+            self.doc["duration_s"] = round(self.doc.get("earlier_s", 0.0) + time.time() - began,
+                                           1)
             self.save()
         return self.doc

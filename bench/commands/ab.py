@@ -18,6 +18,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from bench.campaigns.ab import AbDesign
 from bench.options import add_run_arguments, add_target_arguments, number, options_from
 from bench.outputs import REPORTS, new_run_id
 from bench.workload import open_workload
@@ -41,9 +42,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "than over smoke's 3, about 5%% against 9%%)")
     parser.add_argument("--seed", type=int, help="workload seed (default: the spec's)")
     parser.add_argument("--requests", type=int, help="override the spec's request count")
-    parser.add_argument("--starts", type=number(int, 1), default=8,
+    parser.add_argument("--starts", type=number(int, 1), default=AbDesign.starts,
                         help="server starts per side (start pairs; default: %(default)s)")
-    parser.add_argument("--blocks", type=number(int, 1), default=2,
+    parser.add_argument("--more", type=number(int, 0), default=AbDesign.more,
+                        help="start pairs the A/B may add, one at a time, while only "
+                             "underpowered gated rows keep the gate from judging (0: never; "
+                             "default: %(default)s)")
+    parser.add_argument("--resume", action="store_true",
+                        help="take up the A/B in --out (interrupted, or one more start pair "
+                             "may power its gate) with its own arguments")
+    parser.add_argument("--blocks", type=number(int, 1), default=AbDesign.blocks,
                         help="blocks per start pair, each the workload to both sides "
                              "(default: %(default)s)")
     parser.add_argument("--order-seed", type=int, default=0,
@@ -67,8 +75,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bench.campaigns.ab import Ab, AbDesign, parse_side
+    from bench.campaigns.ab import Ab, parse_side
+    from bench.compare.session import compare_dirs
     from bench.compare.thresholds import load_thresholds
+    from bench.errors import BenchError
     from bench.report import compare_tables as ct
     from bench.report.compare_report import compare_and_report
     from bench.report.tables import report_console, to_rich
@@ -77,13 +87,22 @@ def run(args: argparse.Namespace) -> int:
     load_thresholds(args.thresholds, ab=True)  # a bad file fails before minutes of serving
     sides = {name: parse_side(name, getattr(args, name), getattr(args, f"{name}_serve_args"))
              for name in ("base", "new")}
+    if args.resume and not args.out:
+        raise BenchError("--resume takes up the A/B in --out; give --out")
     workload = open_workload(args.spec, args.seed, args.requests)
     out = args.out or REPORTS / new_run_id("ab")
-    design = AbDesign(args.starts, args.blocks, args.order_seed, args.pin, args.lockstep,
-                      args.pause)
-    doc = Ab(args, sides, design, workload, options_from(args), out, console).run()
+    design = AbDesign(starts=args.starts, more=args.more, blocks=args.blocks,
+                      seed=args.order_seed, pin=args.pin, lockstep=args.lockstep,
+                      pause=args.pause)
     allowed = ["target.vllm_version", *args.allow,
                *(["target.flags"] if args.base_serve_args or args.new_serve_args else [])]
+
+    def judge() -> dict:
+        return compare_dirs(out / "base", out / "new", args.thresholds, allowed,
+                            args.allow_inconclusive)[0]
+
+    doc = Ab(args, sides, design, workload, options_from(args), out, console).run(
+        judge, resume=args.resume)
     result = compare_and_report(out / "base", out / "new", args.thresholds, allowed,
                                 out / "compare", args.allow_inconclusive)
     stdout = report_console()

@@ -103,6 +103,38 @@ def watched_rows(compare: Path) -> dict:
             for r in doc["rows"] if r["metric"] in WATCHED and r["path"] == "all"}
 
 
+def take_up(d: Path, python: Path, extra: list[str]) -> dict:
+    """Take up finished A/B ``d`` that could not judge (exit 2) with ``ab --resume``: it
+    adds start pairs while only underpowered rows keep its gate from judging (the current
+    ``--more``). Its result gets the new exit code, rows and units, the wall time of both
+    sessions; the first verdict is kept as ``first_look``."""
+    entry = json.loads((d / "result.json").read_text())
+    design = json.loads((d / "ab.json").read_text())["design"]
+    fraction = entry["slowdown"]
+    new = python if fraction == 0 else slowed_python(python, fraction, d.parent / "wrappers")
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "run_bench.py", "ab", "--base", str(python),
+                           "--new", str(new), "--order-seed", str(entry["seed"]), "--out",
+                           str(d), "--resume", "--starts", str(design["starts"]), "--blocks",
+                           str(design["blocks"]), *entry["ab_args"], *extra], cwd=ROOT,
+                          capture_output=True, text=True)
+    wall = time.monotonic() - started
+    with (d.parent / f"{d.name}.log").open("a") as log:
+        log.write(proc.stdout + proc.stderr)
+    ab = json.loads((d / "ab.json").read_text())
+    if ab["status"] != "complete":
+        raise SystemExit(f"{d}: the resumed A/B did not finish (exit {proc.returncode})")
+    first = entry.setdefault("first_look", {k: entry.get(k) for k in (
+        "exit", "wall_s", "gated", "as_run")})
+    compare = d / "compare" / "compare.json"
+    entry.pop("as_run", None)
+    entry.update(exit=proc.returncode, wall_s=round(first["wall_s"] + wall, 1),
+                 gated=gated_rows(compare), watched=watched_rows(compare), units=unit_table(d),
+                 extended=ab.get("extended", []))
+    (d / "result.json").write_text(json.dumps(entry, indent=1))
+    return entry
+
+
 def rejudge(d: Path) -> dict:
     """Judge finished A/B ``d`` again under the current gate (``compare`` on its two sides,
     into ``d/rejudged``): its result gets that exit code, gated rows and unit table; what
@@ -292,6 +324,40 @@ def subsample(long_dirs: list[Path], sizes: list[int], draws: int, seed: int) ->
     return out
 
 
+def replay(dirs: list[Path], planned: int) -> list[dict]:
+    """Per A/B of ``dirs`` (run directories there): the gate's exit code on its first
+    ``planned`` start pairs, and as an A/B planned with that many that adds start pairs one
+    at a time while only underpowered rows keep its gate from judging
+    (:mod:`bench.compare.sequential`), up to the start pairs it ran: those start pairs are
+    the real ones such an A/B would have run next (its exit code, start pairs, and wall
+    time at its measured time per start pair)."""
+    from bench.compare.ab_rows import ab_rows
+    from bench.compare.samples import load_side
+    from bench.compare.sequential import underpowered_only
+    from bench.compare.thresholds import defaults
+
+    gated_metrics = [m for m in METRICS.values() if m.ab_threshold is not None]
+    out = []
+    for d in dirs:
+        base, new = load_side(d / "base"), load_side(d / "new")
+        entry = json.loads((d / "result.json").read_text())
+        ran = len({u[0] for g in base.groups.values() for u in g.units})
+        codes = []
+        for k in range(planned, ran + 1):
+            rows = ab_rows(_subset(base, set(range(k))), _subset(new, set(range(k))),
+                           defaults(ab=True), gated_metrics)
+            codes.append(2 if underpowered_only(rows) else
+                         int(any(r["gated"] and r["state"] == "regressed" for r in rows)))
+            if codes[-1] != 2:
+                break
+        per_start = entry["wall_s"] / ran
+        out.append({"ab": d.name, "slowdown": entry["slowdown"], "ran": ran,
+                    "planned_exit": codes[0], "exit": codes[-1],
+                    "starts": planned + len(codes) - 1,
+                    "wall_s": round(per_start * (planned + len(codes) - 1), 1)})
+    return out
+
+
 def unit_table(d: Path) -> dict[str, dict]:
     """Per gated metric of A/B ``d``: its change in every unit (start, block) over all
     requests, as the gate computes it, with the unit's position (which side ran first) and
@@ -385,6 +451,13 @@ def main() -> None:
     parser.add_argument("--components", action="store_true",
                         help="instead of running A/Bs: where the noise of the A/Bs in OUT "
                              "comes from (see components())")
+    parser.add_argument("--replay", type=int, metavar="K",
+                        help="run no A/B: judge the A/Bs in OUT (run directories there) as if "
+                             "planned with K start pairs and extended (see replay())")
+    parser.add_argument("--take-up", action="store_true",
+                        help="run no new A/B: take up the A/Bs in OUT that could not judge "
+                             "(exit 2, run directories there) with more start pairs "
+                             "(see take_up()), then report")
     parser.add_argument("--rejudge", action="store_true",
                         help="run no A/B: judge the finished A/Bs in OUT (those with their "
                              "run directories) again under the current gate, then report")
@@ -399,14 +472,29 @@ def main() -> None:
         (args.out / "components.json").write_text(json.dumps(result, indent=1))
         print(json.dumps(result, indent=1))
         return
+    if args.replay:
+        dirs = sorted(p.parent for p in args.out.glob("slow*-*/ab.json")
+                      if (p.parent / "result.json").exists())
+        result = replay(dirs, args.replay)
+        (args.out / f"replay-{args.replay}.json").write_text(json.dumps(result, indent=1))
+        for e in result:
+            print(json.dumps(e), flush=True)
+        return
     if args.subsample:
         result = subsample(args.subsample, [int(k) for k in args.sizes.split(",")], args.draws,
                            seed=0)
         (args.out / "subsample.json").write_text(json.dumps(result, indent=1))
         print(json.dumps(result, indent=1))
         return
+    if args.take_up:
+        for d in sorted(p.parent for p in args.out.glob("slow*-*/result.json")):
+            if json.loads((d / "result.json").read_text())["exit"] == 2 and (
+                    d / "ab.json").exists():
+                entry = take_up(d, args.engine_python, extra)
+                print(d.name, entry["exit"], entry["wall_s"], json.dumps(entry["gated"]),
+                      flush=True)
     fractions = [float(x) for x in args.slowdowns.split(",")]
-    for i in range(0 if args.report or args.rejudge else args.runs):
+    for i in range(0 if args.report or args.rejudge or args.take_up else args.runs):
         for fraction in fractions:
             entry = one_ab(args.out / f"slow{fraction:g}-{i}", args.engine_python, fraction,
                            args.first_seed + i, extra)

@@ -1,7 +1,8 @@
 """A real A/B through the CLI, with few requests: a build against itself with every engine
 step made 100% slower (the test-only slow-down), over two start pairs (both sides
-restart). Requests pair by unit; the change is measured on the right side; cached tokens,
-which do not depend on timing on a serial run, compare exactly. The gate's false-alarm and
+restart), the second added because one could not judge. Requests pair by unit; the
+change is measured on the right side; cached tokens, which do not depend on timing on a
+serial run, compare exactly. The gate's false-alarm and
 detection rates are those of tests/compare/test_paired.py (simulated) and docs/ab.md
 (measured): a same-build A/B is a statistical property, not an engine test."""
 
@@ -43,9 +44,14 @@ def _rows(doc: dict, metric: str, overall: bool) -> list[dict]:
 
 
 def test_slowed_ab_over_two_start_pairs(engine_python: Path, tmp_path: Path):
+    """Planned with one start pair, which cannot tell a change from the spread between
+    server starts: the A/B adds a second (``--more 1``) and is judged over both."""
     slowed = slowed_python(engine_python, 1.0, tmp_path / "wrappers")
-    code, ab, doc = _ab(tmp_path, "slowed", engine_python, slowed, "--starts", "2")
+    code, ab, doc = _ab(tmp_path, "slowed", engine_python, slowed, "--starts", "1",
+                        "--more", "1")
     assert ab["status"] == "complete" and len(ab["schedule"]) == 2
+    assert ab["design"]["starts"] == 1 and [e["after"] for e in ab["extended"]] == [1]
+    assert "median_ttft_ms" in ab["extended"][0]["rows"]
     assert ab["design"]["lockstep"] and ab["design"]["pause"]  # each turn with the other paused
     assert {r["start"] for r in ab["schedule"]} == {0, 1}
     assert doc["ab"] == ab["id"]
