@@ -36,4 +36,4 @@ gpu: $(VENV)/.installed
 	$(VENV)/bin/python run_bench.py demo --engine vllm==$(GPU_NEW) --model-preset $(GPU_PRESET)
 	$(VENV)/bin/python run_bench.py isolation --engine vllm==$(GPU_NEW) --model-preset $(GPU_PRESET)
 	$(VENV)/bin/python run_bench.py ab --base vllm==$(GPU_BASE) --new vllm==$(GPU_NEW) \
-		--model-preset $(GPU_PRESET) --spec smoke --starts 2 --blocks 2
+		--model-preset $(GPU_PRESET) --spec smoke --starts 2 --more 0 --blocks 2

@@ -1,7 +1,7 @@
 """The A/B gate's power curve (issue 23; a benchmark, not a test: its figures go to docs/ab.md).
 
     .venv/bin/python tests/benchmarks/ab_power.py OUT [--runs N] [--slowdowns 0,0.05,0.1,0.2]
-        [--chart PNG] [--report | --components] [-- AB-ARGS...]
+        [--chart PNG] [--report | --components | --replay K | --take-up] [-- AB-ARGS...]
 
 Runs N A/Bs per slow-down through saltbench's CLI (``ab --base E --new E'``, E' the same
 engine interpreter with every engine step made that much slower, :mod:`tests.slowdown`),
